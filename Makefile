@@ -1,0 +1,47 @@
+# Setup and checks. `make init && make test` on a fresh machine is the whole setup.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: init test lint bench bench-quick returns plot clean
+
+init: $(BIN)/activate-done
+
+# The lock file pins every package (pip freeze of a working environment);
+# the project itself is installed editable on top, without re-resolving.
+$(BIN)/activate-done: requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+test: init
+	$(BIN)/python -m pytest -q
+
+lint: init
+	$(BIN)/ruff check jax_rl tests
+	$(BIN)/ruff format --check jax_rl tests
+	$(BIN)/mypy
+
+# Seconds per 1000 training steps per learner; writes docs/benchmarks/.
+bench: init
+	$(BIN)/python -m jax_rl.benchmark
+
+bench-quick: init
+	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick
+
+# The closing figures of the foundation issue: 3 seeds x TD3, SAC on cartpole-swingup, 100k steps.
+returns: init
+	for seed in 0 1 2; do for policy in TD3 SAC; do \
+	  $(BIN)/python jax_rl/main_dm_control.py --policy $$policy --seed $$seed \
+	    --max_timesteps 100000 --no_progress \
+	    --save_dir docs/results/cartpole_swingup/$$policy-seed$$seed || exit 1; \
+	done; done
+	$(MAKE) plot
+
+plot: init
+	$(BIN)/python -m jax_rl.plot docs/results/cartpole_swingup --out docs/results/cartpole_swingup.png \
+	  --title "dm_control cartpole-swingup"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

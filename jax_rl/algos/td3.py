@@ -1,0 +1,185 @@
+"""TD3: Twin Delayed Deep Deterministic policy gradient (Fujimoto et al., 2018).
+
+Equations (B batch, A action size):
+    a' = clip(pi_targ(s') + clip(N(0, policy_noise), -noise_clip, noise_clip), -1, 1)
+    y  = r + gamma * d * min_i Q_targ_i(s', a')
+    L_critic = sum_i mean_B (Q_i(s, a) - y)^2
+    L_actor  = -mean_B Q_1(s, pi(s))                      every policy_freq updates
+    targets  <- Polyak(tau) of actor and critics           every policy_freq updates
+
+Our choices, as in the paper's reference code: 256-256 ReLU networks, Adam
+3e-4 for both nets, the actor's loss uses the first critic only, the twin
+critics are one vmapped ensemble, and exploration adds N(0, exploration_noise)
+to the deterministic action, clipped to [-1, 1]. `d` is the transition's
+discount mask (0 only at a true terminal; see `jax_rl.transition.Transition`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from jax_rl.algos import common
+from jax_rl.networks import (
+    Critic,
+    DeterministicPolicy,
+    EnsembleCritic,
+    ensemble_member,
+    polyak_update,
+)
+from jax_rl.transition import Transition
+
+
+class Config(flax.struct.PyTreeNode):
+    """TD3 hyperparameters. Shapes and counts are static; the rest are traced."""
+
+    hidden_sizes: tuple[int, ...] = common.field(
+        (256, 256), "hidden layer sizes of the actor and of each critic", static=True
+    )
+    policy_freq: int = common.field(
+        2, "critic updates per actor and target update (the 'delay')", static=True
+    )
+    actor_lr: float = common.field(3e-4, "Adam learning rate of the actor")
+    critic_lr: float = common.field(3e-4, "Adam learning rate of the critics")
+    discount: float = common.field(0.99, "gamma, the per-step discount of future rewards")
+    tau: float = common.field(0.005, "Polyak rate of the target networks")
+    policy_noise: float = common.field(
+        0.2, "std of the noise added to target actions (target policy smoothing)"
+    )
+    noise_clip: float = common.field(0.5, "bound on the absolute value of that noise")
+    exploration_noise: float = common.field(
+        0.1, "std of the Gaussian noise added to actions while collecting"
+    )
+
+    def __post_init__(self) -> None:
+        common.check_hidden_sizes(self)
+        common.check_fields(
+            self,
+            positive=("actor_lr", "critic_lr"),
+            non_negative=("policy_noise", "noise_clip", "exploration_noise"),
+            unit_interval=("discount", "tau"),
+            positive_ints=("policy_freq",),
+        )
+
+
+class State(flax.struct.PyTreeNode):
+    actor_params: Any
+    critic_params: Any
+    target_actor_params: Any
+    target_critic_params: Any
+    actor_opt_state: optax.OptState
+    critic_opt_state: optax.OptState
+    actor_loss: jax.Array  # loss at the latest (delayed) actor update, for metrics
+    step: jax.Array  # updates done so far
+    config: Config
+    action_size: int = flax.struct.field(pytree_node=False)
+
+
+def _networks(config: Config, action_size: int) -> tuple[DeterministicPolicy, EnsembleCritic]:
+    return DeterministicPolicy(config.hidden_sizes, action_size), EnsembleCritic(
+        config.hidden_sizes
+    )
+
+
+def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
+    """y [B]: TD target with target policy smoothing and clipped double Q."""
+    actor, critic = _networks(state.config, state.action_size)
+    cfg = state.config
+    noise = cfg.policy_noise * jax.random.normal(key, batch.action.shape)
+    noise = jnp.clip(noise, -cfg.noise_clip, cfg.noise_clip)
+    next_action = jnp.clip(
+        actor.apply(state.target_actor_params, batch.next_obs) + noise, -1.0, 1.0
+    )
+    next_q = critic.apply(state.target_critic_params, batch.next_obs, next_action).min(axis=0)
+    return batch.reward + cfg.discount * batch.discount * next_q
+
+
+def critic_loss(
+    critic_params: Any, state: State, batch: Transition, target: jax.Array
+) -> jax.Array:
+    """sum over critics of mean_B (Q_i(s, a) - y)^2; target y [B] is a constant."""
+    _, critic = _networks(state.config, state.action_size)
+    q = critic.apply(critic_params, batch.obs, batch.action)  # [E, B]
+    return ((q - target[None]) ** 2).mean(axis=1).sum()
+
+
+def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> jax.Array:
+    """-mean_B Q_1(s, pi(s)); obs [B, O]."""
+    actor = DeterministicPolicy(state.config.hidden_sizes, state.action_size)
+    first_critic = ensemble_member(state.critic_params, 0)
+    q = Critic(state.config.hidden_sizes).apply(first_critic, obs, actor.apply(actor_params, obs))
+    return -q.mean()
+
+
+def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
+    actor, critic = _networks(config, action_size)
+    actor_key, critic_key = jax.random.split(key)
+    obs = jnp.zeros((1, obs_size), jnp.float32)
+    action = jnp.zeros((1, action_size), jnp.float32)
+    actor_params = actor.init(actor_key, obs)
+    critic_params = critic.init(critic_key, obs, action)
+    return State(
+        actor_params=actor_params,
+        critic_params=critic_params,
+        target_actor_params=common.copy(actor_params),
+        target_critic_params=common.copy(critic_params),
+        actor_opt_state=common.adam_init(actor_params),
+        critic_opt_state=common.adam_init(critic_params),
+        actor_loss=jnp.float32(0.0),
+        step=jnp.int32(0),
+        config=common.as_traced(config),
+        action_size=action_size,
+    )
+
+
+def act(state: State, obs: jax.Array, key: jax.Array, deterministic: bool) -> jax.Array:
+    """obs [B, O] -> action [B, A] in [-1, 1]; Gaussian noise unless deterministic."""
+    actor, _ = _networks(state.config, state.action_size)
+    action = actor.apply(state.actor_params, obs)
+    if deterministic:
+        return action
+    noise = state.config.exploration_noise * jax.random.normal(key, action.shape)
+    return jnp.clip(action + noise, -1.0, 1.0)
+
+
+def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
+    target = td_target(state, batch, key)
+    loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
+    params, opt_state = common.adam_step(
+        state.critic_params, grads, state.critic_opt_state, state.config.critic_lr
+    )
+    return state.replace(critic_params=params, critic_opt_state=opt_state), loss
+
+
+def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
+    loss, grads = jax.value_and_grad(actor_loss)(state.actor_params, state, obs)
+    params, opt_state = common.adam_step(
+        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr
+    )
+    tau = state.config.tau
+    return state.replace(
+        actor_params=params,
+        actor_opt_state=opt_state,
+        actor_loss=loss,
+        target_actor_params=polyak_update(state.target_actor_params, params, tau),
+        target_critic_params=polyak_update(state.target_critic_params, state.critic_params, tau),
+    )
+
+
+def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
+    """One critic update; every `policy_freq`-th call also the actor and targets."""
+    state, loss = _update_critic(state, batch, key)
+    state = state.replace(step=state.step + 1)
+    state = jax.lax.cond(
+        state.step % state.config.policy_freq == 0,
+        _update_actor_and_targets,
+        lambda s, _: s,
+        state,
+        batch.obs,
+    )
+    metrics = {"loss/critic": loss, "loss/actor": state.actor_loss}
+    return state, metrics

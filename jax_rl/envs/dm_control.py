@@ -1,0 +1,70 @@
+"""dm_control suite tasks as `HostEnv`s: flat float32 observations, actions in [-1, 1].
+
+dm_control observations are dicts of float64 arrays; they are flattened in the
+order of the observation spec and cast to float32 (DESIGN.md pitfall 6).
+Episodes end by time limit with discount 1 (pitfall 2); the adapter passes
+dm_control's own discount through, so a task with true terminals reports 0.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from jax_rl.envs import HostStep, UnknownEnvironmentError
+
+# Training renders nothing; without this dm_control probes for a display and
+# warns on headless machines. A user who wants rendering sets MUJOCO_GL first.
+os.environ.setdefault("MUJOCO_GL", "disable")
+
+from dm_control import suite  # noqa: E402
+
+
+def check_task(domain_name: str, task_name: str) -> None:
+    """Raise UnknownEnvironmentError, listing the valid names, for an unknown task."""
+    tasks: dict[str, list[str]] = {}
+    for domain, task in suite.ALL_TASKS:
+        tasks.setdefault(domain, []).append(task)
+    if domain_name not in tasks:
+        raise UnknownEnvironmentError(
+            f"unknown dm_control domain {domain_name!r}; valid domains: {', '.join(sorted(tasks))}"
+        )
+    if task_name not in tasks[domain_name]:
+        raise UnknownEnvironmentError(
+            f"unknown task {task_name!r} for domain {domain_name!r}; "
+            f"valid tasks: {', '.join(sorted(tasks[domain_name]))}"
+        )
+
+
+def flatten_observation(observation: dict[str, np.ndarray]) -> np.ndarray:
+    """Concatenate a dm_control observation dict into one float32 vector."""
+    return np.concatenate([np.asarray(v, np.float32).ravel() for v in observation.values()])
+
+
+class DMControlEnv:
+    """One dm_control task. `seed` seeds the task's own random initial states."""
+
+    def __init__(self, domain_name: str, task_name: str, seed: int) -> None:
+        check_task(domain_name, task_name)
+        self.name = f"{domain_name}-{task_name}"
+        self._env = suite.load(domain_name, task_name, task_kwargs={"random": seed})
+        spec = self._env.action_spec()
+        self._low = spec.minimum.astype(np.float32)
+        self._high = spec.maximum.astype(np.float32)
+        self.action_size = int(np.prod(spec.shape))
+        self.obs_size = sum(int(np.prod(s.shape)) for s in self._env.observation_spec().values())
+
+    def reset(self) -> np.ndarray:
+        return flatten_observation(self._env.reset().observation)
+
+    def step(self, action: np.ndarray) -> HostStep:
+        action = np.clip(np.asarray(action, np.float32), -1.0, 1.0)
+        scaled = self._low + (action + 1.0) * 0.5 * (self._high - self._low)
+        ts = self._env.step(scaled)
+        return HostStep(
+            next_obs=flatten_observation(ts.observation),
+            reward=float(ts.reward),
+            discount=float(ts.discount),
+            last=ts.last(),
+        )

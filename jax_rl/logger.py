@@ -1,0 +1,96 @@
+"""Run output: CSV files of evaluations and training metrics, and a progress bar."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+
+class CSVLog:
+    """Appends rows (dicts) to a CSV file; the first row fixes the columns."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fields: list[str] | None = None
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        new_file = self._fields is None
+        if self._fields is None:
+            self._fields = list(row)
+        with self.path.open("w" if new_file else "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self._fields, extrasaction="ignore")
+            if new_file:
+                writer.writeheader()
+            writer.writerow({k: _plain(v) for k, v in row.items()})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+class RunLogger:
+    """The files of one run under `save_dir`, plus a progress bar on stderr.
+
+    evaluations.csv: step, wall_time, return_mean, return_std, one row per evaluation.
+    train.csv: step, wall_time, the learner's metrics averaged since the last
+    row, and the return of the latest finished training episode.
+    """
+
+    def __init__(self, save_dir: Path, total_steps: int, progress: bool = True) -> None:
+        self.save_dir = Path(save_dir)
+        self.save_dir.mkdir(parents=True, exist_ok=True)
+        self.evaluations = CSVLog(self.save_dir / "evaluations.csv")
+        self.train = CSVLog(self.save_dir / "train.csv")
+        self._start = time.perf_counter()
+        self._bar = tqdm(
+            total=total_steps,
+            disable=not progress,
+            unit="step",
+            dynamic_ncols=True,
+            mininterval=1.0,
+            file=sys.stderr,
+        )
+        self._postfix: dict[str, str] = {}
+
+    @property
+    def wall_time(self) -> float:
+        return time.perf_counter() - self._start
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        with (self.save_dir / "config.json").open("w") as f:
+            json.dump(config, f, indent=2, default=str)
+
+    def advance(self, steps: int) -> None:
+        self._bar.update(steps)
+
+    def log_evaluation(self, step: int, returns: list[float]) -> dict[str, float]:
+        mean = sum(returns) / len(returns)
+        std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5
+        row = {"step": step, "wall_time": self.wall_time, "return_mean": mean, "return_std": std}
+        self.evaluations.write(row)
+        self._set_postfix(eval_return=f"{mean:.1f}")
+        return row
+
+    def log_train(self, step: int, metrics: Mapping[str, float]) -> None:
+        self.train.write({"step": step, "wall_time": self.wall_time, **metrics})
+        if "episode_return" in metrics:
+            self._set_postfix(train_return=f"{metrics['episode_return']:.1f}")
+
+    def message(self, text: str) -> None:
+        self._bar.write(text, file=sys.stderr)
+
+    def close(self) -> None:
+        self._bar.close()
+
+    def _set_postfix(self, **items: str) -> None:
+        self._postfix.update(items)
+        self._bar.set_postfix(self._postfix, refresh=False)

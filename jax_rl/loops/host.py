@@ -1,0 +1,297 @@
+"""Host loop: Python steps the environment, one jitted call per step learns.
+
+Per environment step there is exactly one jitted, donated call:
+- during the warm-up (`start_timesteps` uniform random actions) `collect`
+  inserts the transition;
+- afterwards `learn` inserts the transition, samples a batch, does one
+  update and returns the next exploration action (sampled, or noised for
+  TD3: the agent explores while collecting, DESIGN.md pitfall 1).
+
+"After the warm-up" means once the buffer holds `start_timesteps`
+transitions. Metrics are summed on the device and read only at logging
+points; nothing else is pulled to the host except the action the
+environment needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import flax.serialization
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_rl import replay as replay_lib
+from jax_rl.envs import HostEnv
+from jax_rl.logger import RunLogger
+from jax_rl.transition import Array, Transition
+
+MAX_DEFAULT_REPLAY = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class HostLoopConfig:
+    """How long to train and how to collect, evaluate and log."""
+
+    max_timesteps: int = 100_000
+    """environment steps in total, warm-up included"""
+    start_timesteps: int = 5_000
+    """uniform random steps before learning starts"""
+    batch_size: int = 256
+    """transitions per gradient update"""
+    replay_size: int | None = None
+    """replay capacity; default min(max_timesteps, 1,000,000)"""
+    eval_freq: int = 5_000
+    """environment steps between evaluations (one also runs at step 0 and at the end)"""
+    eval_episodes: int = 10
+    """episodes per evaluation of the deterministic policy"""
+    log_freq: int = 1_000
+    """environment steps between rows of train.csv"""
+    seed: int = 0
+    """seed of the learner, the warm-up actions and the environments"""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_timesteps",
+            "start_timesteps",
+            "batch_size",
+            "eval_freq",
+            "eval_episodes",
+            "log_freq",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.replay_size is not None and self.replay_size <= 0:
+            raise ValueError(f"replay_size must be a positive integer, got {self.replay_size!r}")
+        if self.start_timesteps < self.batch_size:
+            raise ValueError(
+                f"start_timesteps ({self.start_timesteps}) must be at least batch_size "
+                f"({self.batch_size}): the first update samples a full batch"
+            )
+        if self.start_timesteps > self.max_timesteps:
+            raise ValueError(
+                f"start_timesteps ({self.start_timesteps}) exceeds max_timesteps "
+                f"({self.max_timesteps}): the run would never learn"
+            )
+        if self.capacity < self.batch_size:
+            raise ValueError(
+                f"replay_size ({self.capacity}) must be at least batch_size ({self.batch_size})"
+            )
+
+    @property
+    def capacity(self) -> int:
+        if self.replay_size is not None:
+            return self.replay_size
+        return min(self.max_timesteps, MAX_DEFAULT_REPLAY)
+
+
+class Learner(flax.struct.PyTreeNode):
+    """Everything the per-step call carries (and donates) from step to step."""
+
+    agent: Any
+    replay: replay_lib.ReplayState
+    key: jax.Array
+    metric_sums: dict[str, jax.Array]  # summed since the last log row
+    num_updates: jax.Array  # updates since the last log row
+
+
+@dataclasses.dataclass(frozen=True)
+class StepFunctions:
+    """The jitted calls of the loop; `collect` and `learn` donate the learner."""
+
+    collect: Callable[[Learner, Transition], Learner]
+    learn: Callable[[Learner, Transition, Array], tuple[Learner, jax.Array]]
+    act_deterministic: Callable[[Any, Array], jax.Array]
+
+
+def _single_row(transition: Transition) -> Transition:
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32)[None], transition)
+
+
+def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
+    """Build the loop's jitted calls for learner module `algo`."""
+
+    def collect(learner: Learner, transition: Transition) -> Learner:
+        return learner.replace(replay=replay_lib.insert(learner.replay, _single_row(transition)))
+
+    def learn(
+        learner: Learner, transition: Transition, act_obs: jax.Array
+    ) -> tuple[Learner, jax.Array]:
+        key, sample_key, update_key, act_key = jax.random.split(learner.key, 4)
+        replay = replay_lib.insert(learner.replay, _single_row(transition))
+        batch = replay_lib.sample(replay, sample_key, batch_size)
+        agent, metrics = algo.update(learner.agent, batch, update_key)
+        action = algo.act(agent, act_obs[None], act_key, deterministic=False)[0]
+        sums = jax.tree_util.tree_map(jnp.add, learner.metric_sums, metrics)
+        learner = Learner(agent, replay, key, sums, learner.num_updates + 1)
+        return learner, action
+
+    def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:
+        # A deterministic policy draws no randomness; the key is a placeholder.
+        return algo.act(agent, obs[None], jax.random.key(0), deterministic=True)[0]
+
+    return StepFunctions(
+        collect=jax.jit(collect, donate_argnums=0),
+        learn=jax.jit(learn, donate_argnums=0),
+        act_deterministic=jax.jit(act_deterministic),
+    )
+
+
+def init_learner(
+    algo: ModuleType,
+    algo_config: Any,
+    obs_size: int,
+    action_size: int,
+    capacity: int,
+    batch_size: int,
+    key: jax.Array,
+) -> Learner:
+    """A fresh learner with an empty buffer (refused if it will not fit in memory)."""
+    spec = replay_lib.ReplaySpec(capacity=capacity, obs_size=obs_size, action_size=action_size)
+    replay = replay_lib.create(spec)
+    agent_key, key = jax.random.split(key)
+    agent = algo.init(agent_key, obs_size, action_size, algo_config)
+    batch = replay_lib.sample(replay, key, batch_size)
+    _, metric_shapes = jax.eval_shape(algo.update, agent, batch, key)
+    sums = {k: jnp.zeros(v.shape, v.dtype) for k, v in metric_shapes.items()}
+    return Learner(agent, replay, key, sums, jnp.int32(0))
+
+
+def evaluate(
+    act_fn: Callable[[Any, Array], jax.Array], agent: Any, env: HostEnv, episodes: int
+) -> list[float]:
+    """Undiscounted returns of the deterministic policy over `episodes` episodes."""
+    returns = []
+    for _ in range(episodes):
+        obs, total, last = env.reset(), 0.0, False
+        while not last:
+            step = env.step(np.asarray(act_fn(agent, obs)))
+            obs, total, last = step.next_obs, total + step.reward, step.last
+        returns.append(total)
+    return returns
+
+
+@dataclasses.dataclass
+class TrainResult:
+    learner: Learner
+    evaluations: list[dict[str, float]]  # one row per evaluation, as in evaluations.csv
+    step_functions: StepFunctions
+
+
+def _pull_metrics(learner: Learner) -> tuple[Learner, dict[str, float]]:
+    """Averages of the metrics since the last call, and a learner with the sums reset."""
+    sums, count = jax.device_get((learner.metric_sums, learner.num_updates))
+    means = {k: float(v) / max(int(count), 1) for k, v in sums.items()}
+    zeroed = jax.tree_util.tree_map(jnp.zeros_like, learner.metric_sums)
+    return learner.replace(metric_sums=zeroed, num_updates=jnp.int32(0)), means
+
+
+class Collector:
+    """Steps one host environment and makes the loop's one jitted call per step.
+
+    Holds the learner, the current observation, the action to take next and
+    the episode bookkeeping. `train` drives it; the benchmark times it.
+    """
+
+    def __init__(
+        self,
+        env: HostEnv,
+        fns: StepFunctions,
+        learner: Learner,
+        start_timesteps: int,
+        seed: int,
+    ) -> None:
+        self.env = env
+        self.fns = fns
+        self.learner = learner
+        self.start_timesteps = start_timesteps
+        self.steps = 0
+        self.episode_return = 0.0
+        self.last_episode_return = float("nan")
+        self._warmup_rng = np.random.default_rng(seed)
+        self._obs = env.reset()
+        self._action = np.zeros(env.action_size, np.float32)
+
+    def step(self) -> None:
+        """One environment step and one jitted call (collect or learn)."""
+        if self.steps < self.start_timesteps:
+            self._action = self._warmup_rng.uniform(-1.0, 1.0, self.env.action_size).astype(
+                np.float32
+            )
+        step = self.env.step(self._action)
+        transition = Transition(
+            obs=self._obs,
+            action=self._action,
+            reward=np.asarray(step.reward, np.float32),
+            discount=np.asarray(step.discount, np.float32),
+            next_obs=step.next_obs,
+        )
+        self.episode_return += step.reward
+        if step.last:
+            self.last_episode_return, self.episode_return = self.episode_return, 0.0
+            self._obs = self.env.reset()
+        else:
+            self._obs = step.next_obs
+        self.steps += 1
+        if self.steps < self.start_timesteps:
+            self.learner = self.fns.collect(self.learner, transition)
+        else:
+            self.learner, action = self.fns.learn(self.learner, transition, self._obs)
+            self._action = np.asarray(action)
+
+
+def train(
+    algo: ModuleType,
+    algo_config: Any,
+    env: HostEnv,
+    eval_env: HostEnv,
+    config: HostLoopConfig,
+    logger: RunLogger,
+) -> TrainResult:
+    """Train `algo` on `env` for `config.max_timesteps` steps; evaluate on `eval_env`."""
+    fns = make_step_functions(algo, config.batch_size)
+    learner = init_learner(
+        algo,
+        algo_config,
+        env.obs_size,
+        env.action_size,
+        config.capacity,
+        config.batch_size,
+        jax.random.key(config.seed),
+    )
+    evaluations = [_evaluate_and_log(fns, learner, eval_env, config, logger, step=0)]
+    collector = Collector(env, fns, learner, config.start_timesteps, config.seed)
+    while collector.steps < config.max_timesteps:
+        collector.step()
+        done = collector.steps
+        if done % config.log_freq == 0:
+            logger.advance(config.log_freq)
+            collector.learner, metrics = _pull_metrics(collector.learner)
+            logger.log_train(done, {**metrics, "episode_return": collector.last_episode_return})
+        if done % config.eval_freq == 0 or done == config.max_timesteps:
+            evaluations.append(
+                _evaluate_and_log(fns, collector.learner, eval_env, config, logger, done)
+            )
+
+    logger.advance(config.max_timesteps % config.log_freq)
+    with (logger.save_dir / "agent.msgpack").open("wb") as f:
+        f.write(flax.serialization.to_bytes(collector.learner.agent))
+    return TrainResult(collector.learner, evaluations, fns)
+
+
+def _evaluate_and_log(
+    fns: StepFunctions,
+    learner: Learner,
+    eval_env: HostEnv,
+    config: HostLoopConfig,
+    logger: RunLogger,
+    step: int,
+) -> dict[str, float]:
+    returns = evaluate(fns.act_deterministic, learner.agent, eval_env, config.eval_episodes)
+    return logger.log_evaluation(step, returns)

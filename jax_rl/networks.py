@@ -1,0 +1,144 @@
+"""Networks and the tanh-squashed Gaussian shared by the learners.
+
+Shapes: B batch, O observation size, A action size, E ensemble members.
+
+Every policy acts in [-1, 1]; the environment adapters rescale to the
+environment's bounds. The same `squash`/`tanh_gaussian_sample` functions are
+used when acting and when learning, so the critic sees the actions the agent
+really takes (DESIGN.md section 7, pitfall 4).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+
+class MLP(nn.Module):
+    """ReLU hidden layers, then a linear output layer."""
+
+    hidden_sizes: Sequence[int]
+    output_size: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for size in self.hidden_sizes:
+            x = nn.relu(nn.Dense(size)(x))
+        return nn.Dense(self.output_size)(x)
+
+
+class Critic(nn.Module):
+    """Q(s, a): obs [B, O], action [B, A] -> [B]."""
+
+    hidden_sizes: Sequence[int]
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        x = jnp.concatenate([obs, action], axis=-1)
+        return MLP(self.hidden_sizes, 1)(x)[..., 0]
+
+
+class EnsembleCritic(nn.Module):
+    """E independent critics evaluated as one vmapped network: -> [E, B].
+
+    The members share no parameters (each has its own initialisation); the
+    vmap turns their layers into batched matrix products, one XLA op per layer
+    instead of E.
+    """
+
+    hidden_sizes: Sequence[int]
+    num_members: int = 2
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        ensemble = nn.vmap(
+            Critic,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.num_members,
+        )
+        return ensemble(self.hidden_sizes, name="members")(obs, action)
+
+
+def ensemble_member(ensemble_params: dict, index: int) -> dict:
+    """The parameters of one member of an `EnsembleCritic`, usable with `Critic`."""
+    members = ensemble_params["params"]["members"]
+    return {"params": jax.tree_util.tree_map(lambda x: x[index], members)}
+
+
+class DeterministicPolicy(nn.Module):
+    """a = tanh(MLP(s)): obs [B, O] -> action [B, A] in [-1, 1]."""
+
+    hidden_sizes: Sequence[int]
+    action_size: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return jnp.tanh(MLP(self.hidden_sizes, self.action_size)(obs))
+
+
+class GaussianPolicy(nn.Module):
+    """Pre-squash Gaussian: obs [B, O] -> (mean [B, A], log_std [B, A]).
+
+    log_std is clipped to [log_std_min, log_std_max] (the gradient is zero
+    outside, as in SAC's reference implementation).
+    """
+
+    hidden_sizes: Sequence[int]
+    action_size: int
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        out = MLP(self.hidden_sizes, 2 * self.action_size)(obs)
+        mean, log_std = jnp.split(out, 2, axis=-1)
+        return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
+
+
+def squash(pre_tanh: jax.Array) -> jax.Array:
+    """Map an unbounded action to [-1, 1]."""
+    return jnp.tanh(pre_tanh)
+
+
+def gaussian_log_prob(x: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
+    """Log-density of a diagonal Gaussian, summed over the last axis: [..., A] -> [...]."""
+    z = (x - mean) * jnp.exp(-log_std)
+    per_dim = -0.5 * z**2 - log_std - 0.5 * math.log(2.0 * math.pi)
+    return per_dim.sum(axis=-1)
+
+
+def log_det_tanh_jacobian(pre_tanh: jax.Array) -> jax.Array:
+    """log |d tanh(u) / du| = log(1 - tanh(u)^2), summed over the last axis.
+
+    Written as 2 (log 2 - u - softplus(-2u)), which stays finite where
+    1 - tanh(u)^2 underflows to zero.
+    """
+    per_dim = 2.0 * (math.log(2.0) - pre_tanh - jax.nn.softplus(-2.0 * pre_tanh))
+    return per_dim.sum(axis=-1)
+
+
+def tanh_gaussian_sample(
+    mean: jax.Array, log_std: jax.Array, key: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Reparameterised sample of tanh(N(mean, std)) and its log-probability.
+
+    mean, log_std [B, A] -> action [B, A] in (-1, 1), log_prob [B] (summed
+    over action dimensions, tanh correction included).
+    """
+    pre_tanh = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+    log_prob = gaussian_log_prob(pre_tanh, mean, log_std) - log_det_tanh_jacobian(pre_tanh)
+    return squash(pre_tanh), log_prob
+
+
+def polyak_update(target: Any, online: Any, tau: ArrayLike) -> Any:
+    """target <- (1 - tau) target + tau online, leaf by leaf over two pytrees."""
+    return jax.tree_util.tree_map(lambda t, o: t + tau * (o - t), target, online)

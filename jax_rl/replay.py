@@ -1,0 +1,140 @@
+"""Functional ring buffer of `Transition`s.
+
+A static `ReplaySpec` (capacity and sizes) plus a pytree `ReplayState` (the
+arrays, the next write position and the number of valid rows). `insert` writes
+a batch of rows at `position % capacity` with one scatter, so its cost is
+O(batch) whatever the capacity -- provided the caller donates the state to the
+jitted function that inserts (otherwise XLA must copy the whole buffer to keep
+the caller's copy alive). `sample` draws uniform indices in [0, size).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jax_rl.transition import Transition
+
+_BYTES_PER_FLOAT = 4
+# Leave room for everything else the process holds (parameters, XLA buffers,
+# the simulator): a buffer may take at most this fraction of free memory.
+_MAX_FRACTION_OF_FREE_MEMORY = 0.8
+
+
+class ReplayTooLargeError(ValueError):
+    """The requested buffer would not fit in the memory that is free."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySpec:
+    """Static description of a buffer: what it holds and how many rows."""
+
+    capacity: int
+    obs_size: int
+    action_size: int
+
+    def __post_init__(self) -> None:
+        for name in ("capacity", "obs_size", "action_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"replay {name} must be a positive integer, got {value!r}")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the arrays need: obs and next_obs, action, reward, discount."""
+        floats_per_row = 2 * self.obs_size + self.action_size + 2
+        return self.capacity * floats_per_row * _BYTES_PER_FLOAT
+
+
+class ReplayState(flax.struct.PyTreeNode):
+    """The buffer's contents. `data` fields have a leading [capacity] axis."""
+
+    data: Transition
+    position: jax.Array  # int32 scalar: the next row to write.
+    size: jax.Array  # int32 scalar: rows written so far, at most capacity.
+
+    @property
+    def capacity(self) -> int:
+        return self.data.reward.shape[0]
+
+
+def free_memory_bytes(device: jax.Device | None = None) -> int | None:
+    """Memory free for a new buffer on `device` (host RAM for CPU devices).
+
+    Returns None when it cannot be determined.
+    """
+    device = device or jax.devices()[0]
+    if device.platform != "cpu":
+        stats = device.memory_stats() or {}
+        if "bytes_limit" in stats:
+            return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def check_fits(spec: ReplaySpec, free_bytes: int | None = None) -> None:
+    """Raise `ReplayTooLargeError` if `spec` needs more than the memory free."""
+    free_bytes = free_memory_bytes() if free_bytes is None else free_bytes
+    if free_bytes is None:
+        return
+    allowed = int(free_bytes * _MAX_FRACTION_OF_FREE_MEMORY)
+    if spec.nbytes > allowed:
+        raise ReplayTooLargeError(
+            f"a replay buffer of {spec.capacity:,} rows needs {spec.nbytes / 2**30:.2f} GiB, "
+            f"but only {allowed / 2**30:.2f} GiB may be used ({free_bytes / 2**30:.2f} GiB free); "
+            "ask for a smaller replay capacity"
+        )
+
+
+def create(spec: ReplaySpec, free_bytes: int | None = None) -> ReplayState:
+    """An empty buffer, after checking that it fits in memory."""
+    check_fits(spec, free_bytes)
+    n = spec.capacity
+    zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
+    data = Transition(
+        obs=zeros(n, spec.obs_size),
+        action=zeros(n, spec.action_size),
+        reward=zeros(n),
+        discount=zeros(n),
+        next_obs=zeros(n, spec.obs_size),
+    )
+    return ReplayState(data=data, position=jnp.int32(0), size=jnp.int32(0))
+
+
+def insert(state: ReplayState, batch: Transition) -> ReplayState:
+    """Write a batch of B rows (leading axis B <= capacity), wrapping around."""
+    num_rows = batch.reward.shape[0]
+    capacity = state.capacity
+    if num_rows > capacity:
+        raise ValueError(f"cannot insert {num_rows} rows into a buffer of {capacity}")
+    rows = (state.position + jnp.arange(num_rows, dtype=jnp.int32)) % capacity
+    data = jax.tree_util.tree_map(
+        lambda stored, new: stored.at[rows].set(new.astype(stored.dtype), unique_indices=True),
+        state.data,
+        batch,
+    )
+    return ReplayState(
+        data=data,
+        position=(state.position + num_rows) % capacity,
+        size=jnp.minimum(state.size + num_rows, capacity),
+    )
+
+
+def sample(state: ReplayState, key: jax.Array, batch_size: int) -> Transition:
+    """Draw `batch_size` rows uniformly, with replacement, from the rows written."""
+    rows = jax.random.randint(key, (batch_size,), 0, jnp.maximum(state.size, 1))
+    return jax.tree_util.tree_map(lambda stored: stored[rows], state.data)

@@ -1,0 +1,183 @@
+import jax
+import numpy as np
+import pytest
+
+from jax_rl.algos import sac, td3
+from jax_rl.envs.probes import ContextualBandit, Countdown
+from jax_rl.logger import RunLogger
+from jax_rl.loops import host
+from jax_rl.transition import Transition
+
+SMALL = (32, 32)
+
+
+def run(algo, env, tmp_path, eval_env, hidden=SMALL, **loop):
+    loop = {
+        "max_timesteps": 60,
+        "start_timesteps": 20,
+        "batch_size": 8,
+        "eval_freq": 1000,
+        "eval_episodes": 2,
+        "log_freq": 10,
+        **loop,
+    }
+    config = host.HostLoopConfig(**loop)
+    logger = RunLogger(tmp_path, config.max_timesteps, progress=False)
+    result = host.train(algo, algo.Config(hidden_sizes=hidden), env, eval_env, config, logger)
+    logger.close()
+    return result
+
+
+@pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
+def test_step_functions_compile_once_over_many_steps(algo, tmp_path):
+    result = run(
+        algo,
+        Countdown(time_limit=7),
+        tmp_path,
+        Countdown(),
+        max_timesteps=120,
+        log_freq=10,
+        eval_freq=40,
+    )
+    fns = result.step_functions
+    # 100 learning steps, 10 metric pulls and 4 evaluations later: one program each.
+    assert fns.learn._cache_size() == 1
+    assert fns.collect._cache_size() == 1
+    assert fns.act_deterministic._cache_size() == 1
+    assert int(result.learner.agent.step) == 120 - 20 + 1
+
+
+def test_time_limit_is_bootstrapped_through_with_the_true_final_observation(tmp_path):
+    result = run(
+        td3, Countdown(time_limit=5), tmp_path, Countdown(), max_timesteps=40, start_timesteps=40
+    )
+    data = jax.device_get(result.learner.replay.data)
+    assert int(result.learner.replay.size) == 40
+    final = data.next_obs[:, 0] == 0.0  # steps left 0: the episode ended by time limit
+    assert final.sum() == 8
+    # Discount 1 at the time limit, and next_obs from the same episode, not a reset.
+    np.testing.assert_array_equal(data.discount[final], 1.0)
+    np.testing.assert_array_equal(data.next_obs[final, 1], data.obs[final, 1])
+    # Consecutive rows chain: each episode's next_obs is the following obs, except at its end.
+    np.testing.assert_array_equal(data.obs[1:][~final[:-1]], data.next_obs[:-1][~final[:-1]])
+
+
+def test_terminal_steps_have_discount_zero(tmp_path):
+    result = run(
+        td3,
+        ContextualBandit(),
+        tmp_path,
+        ContextualBandit(seed=1),
+        max_timesteps=30,
+        start_timesteps=30,
+    )
+    np.testing.assert_array_equal(jax.device_get(result.learner.replay.data.discount), 0.0)
+
+
+@pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
+def test_agent_explores_while_collecting(algo):
+    """After the warm-up, the action sent to the environment is the exploration
+    action, not the deterministic one."""
+    fns = host.make_step_functions(algo, batch_size=8)
+    learner = host.init_learner(
+        algo, algo.Config(hidden_sizes=SMALL), 3, 2, 64, 8, jax.random.key(0)
+    )
+    obs = np.zeros(3, np.float32)
+    row = Transition(obs, np.zeros(2, np.float32), np.float32(0), np.float32(1), obs)
+    for _ in range(8):
+        learner = fns.collect(learner, row)
+    gaps = []
+    for _ in range(200):
+        learner, action = fns.learn(learner, row, obs)
+        gaps.append(np.asarray(action) - np.asarray(fns.act_deterministic(learner.agent, obs)))
+    spread = np.std(gaps)
+    if algo is td3:
+        assert 0.07 < spread < 0.13  # exploration_noise 0.1, before clipping
+    else:
+        assert spread > 0.2
+
+
+def test_warmup_actions_are_uniform(tmp_path):
+    result = run(
+        td3,
+        ContextualBandit(action_size=1),
+        tmp_path,
+        ContextualBandit(action_size=1),
+        max_timesteps=2000,
+        start_timesteps=2000,
+        log_freq=1000,
+    )
+    actions = jax.device_get(result.learner.replay.data.action)[:, 0]
+    assert actions.min() < -0.95 and actions.max() > 0.95
+    assert abs(actions.mean()) < 0.05 and abs(actions.std() - 1 / np.sqrt(3)) < 0.02
+
+
+def random_return(env, episodes=500, seed=0):
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(episodes):
+        env.reset()
+        total += env.step(rng.uniform(-1, 1, env.action_size)).reward
+    return total / episodes
+
+
+@pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
+def test_short_run_learns_the_contextual_bandit(algo, tmp_path):
+    """A broken learner or loop fails this: the optimal return is 0, random is about -1.5."""
+    env, eval_env = ContextualBandit(seed=0), ContextualBandit(seed=1)
+    baseline = random_return(ContextualBandit(seed=2))
+    result = run(
+        algo,
+        env,
+        tmp_path,
+        eval_env,
+        hidden=(64, 64),
+        max_timesteps=1500,
+        start_timesteps=200,
+        batch_size=64,
+        eval_freq=1500,
+        eval_episodes=200,
+        log_freq=500,
+    )
+    final = result.evaluations[-1]["return_mean"]
+    assert baseline < -1.0
+    assert final > -0.1, f"final return {final:.3f} (random {baseline:.3f})"
+
+
+def test_metrics_are_averaged_and_written(tmp_path):
+    run(sac, Countdown(), tmp_path, Countdown(), max_timesteps=60, log_freq=20)
+    lines = (tmp_path / "train.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    assert header[:2] == ["step", "wall_time"] and "loss/critic" in header
+    assert [line.split(",")[0] for line in lines[1:]] == ["20", "40", "60"]
+    evals = (tmp_path / "evaluations.csv").read_text().splitlines()
+    assert evals[0] == "step,wall_time,return_mean,return_std"
+    assert [line.split(",")[0] for line in evals[1:]] == ["0", "60"]
+
+
+@pytest.mark.parametrize(
+    "loop, message",
+    [
+        ({"batch_size": 0}, "batch_size must be a positive integer"),
+        ({"start_timesteps": 10, "batch_size": 32}, "must be at least batch_size"),
+        ({"start_timesteps": 500, "max_timesteps": 100}, "would never learn"),
+        ({"replay_size": 16, "batch_size": 32, "start_timesteps": 32}, "replay_size"),
+    ],
+)
+def test_loop_config_rejects_bad_values(loop, message):
+    with pytest.raises(ValueError, match=message):
+        host.HostLoopConfig(**loop)
+
+
+def test_metric_sums_reset_without_recompiling():
+    fns = host.make_step_functions(td3, batch_size=4)
+    learner = host.init_learner(td3, td3.Config(hidden_sizes=(8,)), 2, 1, 16, 4, jax.random.key(0))
+    obs = np.zeros(2, np.float32)
+    row = Transition(obs, np.zeros(1, np.float32), np.float32(1), np.float32(1), obs)
+    for _ in range(4):
+        learner, _ = fns.learn(learner, row, obs)
+    learner, means = host._pull_metrics(learner)
+    assert int(learner.num_updates) == 0 and float(learner.metric_sums["loss/critic"]) == 0.0
+    assert np.isfinite(means["loss/critic"])
+    learner, _ = fns.learn(learner, row, obs)
+    assert fns.learn._cache_size() == 1
