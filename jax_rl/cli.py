@@ -42,6 +42,64 @@ def _flag_type(default: Any) -> Any:
     return type(default)
 
 
+def add_run_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
+    """Flags both entry points share; `defaults` is the loop's default config."""
+    add = parser.add_argument
+    add("--seed", type=int, default=defaults.seed, help="random seed")
+    add(
+        "--max_timesteps",
+        type=int,
+        default=defaults.max_timesteps,
+        help="environment steps in total, warm-up included",
+    )
+    add(
+        "--start_timesteps",
+        type=int,
+        default=defaults.start_timesteps,
+        help="uniform random environment steps before learning starts",
+    )
+    add("--batch_size", type=int, default=defaults.batch_size, help="transitions per update")
+    add(
+        "--replay_size",
+        type=int,
+        default=None,
+        help="replay capacity (default: min(max_timesteps, 1M))",
+    )
+    add(
+        "--eval_freq",
+        type=int,
+        default=defaults.eval_freq,
+        help="environment steps between evaluations",
+    )
+    add("--eval_episodes", type=int, default=defaults.eval_episodes, help="episodes per evaluation")
+    add(
+        "--log_freq",
+        type=int,
+        default=defaults.log_freq,
+        help="environment steps between rows of train.csv",
+    )
+    add("--save_dir", default=None, help="output folder (default: runs/<run name>)")
+    add("--no_progress", action="store_true", help="hide the progress bar")
+
+
+def build_loop_config(config_class: type, args: argparse.Namespace, **extra: Any) -> Any:
+    """The loop config from the shared run flags plus `extra`, or a one-line error and exit 2."""
+    try:
+        return config_class(
+            max_timesteps=args.max_timesteps,
+            start_timesteps=args.start_timesteps,
+            batch_size=args.batch_size,
+            replay_size=args.replay_size,
+            eval_freq=args.eval_freq,
+            eval_episodes=args.eval_episodes,
+            log_freq=args.log_freq,
+            seed=args.seed,
+            **extra,
+        )
+    except ValueError as e:
+        fail(str(e))
+
+
 def add_policy_flags(parser: argparse.ArgumentParser) -> None:
     """--policy and one flag per learner hyperparameter (default: the Config default)."""
     parser.add_argument(

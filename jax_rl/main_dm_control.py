@@ -29,43 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--domain_name", default="cartpole", help="dm_control domain")
     parser.add_argument("--task_name", default="swingup", help="dm_control task of that domain")
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
-    parser.add_argument(
-        "--max_timesteps",
-        type=int,
-        default=defaults.max_timesteps,
-        help="environment steps in total, warm-up included",
-    )
-    parser.add_argument(
-        "--start_timesteps",
-        type=int,
-        default=defaults.start_timesteps,
-        help="uniform random steps before learning starts",
-    )
-    parser.add_argument(
-        "--eval_freq", type=int, default=defaults.eval_freq, help="steps between evaluations"
-    )
-    parser.add_argument(
-        "--eval_episodes", type=int, default=defaults.eval_episodes, help="episodes per evaluation"
-    )
-    parser.add_argument(
-        "--batch_size", type=int, default=defaults.batch_size, help="transitions per update"
-    )
-    parser.add_argument(
-        "--replay_size",
-        type=int,
-        default=None,
-        help="replay capacity (default: min(max_timesteps, 1M))",
-    )
-    parser.add_argument(
-        "--log_freq", type=int, default=defaults.log_freq, help="steps between rows of train.csv"
-    )
-    parser.add_argument(
-        "--save_dir",
-        default=None,
-        help="output folder (default: runs/<policy>-<domain>-<task>-seed<seed>)",
-    )
-    parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
+    cli.add_run_flags(parser, defaults)
     cli.add_policy_flags(parser)
     return parser.parse_args(argv)
 
@@ -73,19 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     algo, algo_config = cli.build_algo_config(args)
-    try:
-        loop_config = HostLoopConfig(
-            max_timesteps=args.max_timesteps,
-            start_timesteps=args.start_timesteps,
-            batch_size=args.batch_size,
-            replay_size=args.replay_size,
-            eval_freq=args.eval_freq,
-            eval_episodes=args.eval_episodes,
-            log_freq=args.log_freq,
-            seed=args.seed,
-        )
-    except ValueError as e:
-        cli.fail(str(e))
+    loop_config = cli.build_loop_config(HostLoopConfig, args)
 
     # Imported late: dm_control and JAX take seconds to load, --help should not.
     from jax_rl.envs import UnknownEnvironmentError

@@ -20,6 +20,24 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 
+def dense(features: int, fan_in: int) -> nn.Dense:
+    """A linear layer initialised like PyTorch's `nn.Linear`, as in the reference
+    TD3 and SAC code: kernel and bias uniform in +-1/sqrt(fan_in).
+
+    This matters: on cartpole-swingup TD3 with Flax's default (LeCun normal
+    kernel, zero bias) learned far more slowly for some seeds (see
+    docs/results/README.md).
+    """
+    bound = 1.0 / math.sqrt(fan_in)
+    return nn.Dense(
+        features,
+        kernel_init=nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform"),
+        bias_init=lambda key, shape, dtype=jnp.float32: jax.random.uniform(
+            key, shape, dtype, -bound, bound
+        ),
+    )
+
+
 class MLP(nn.Module):
     """ReLU hidden layers, then a linear output layer."""
 
@@ -29,8 +47,8 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         for size in self.hidden_sizes:
-            x = nn.relu(nn.Dense(size)(x))
-        return nn.Dense(self.output_size)(x)
+            x = nn.relu(dense(size, x.shape[-1])(x))
+        return dense(self.output_size, x.shape[-1])(x)
 
 
 class Critic(nn.Module):

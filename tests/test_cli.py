@@ -1,6 +1,7 @@
 """The entry points, run as users run them: as scripts, in a subprocess."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,11 +10,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "jax_rl" / "main_dm_control.py"
+BRAX_SCRIPT = ROOT / "jax_rl" / "main_brax.py"
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path = ROOT, script: Path = SCRIPT) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=300
+        [sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=600
     )
 
 
@@ -77,6 +79,72 @@ def test_dm_control_entry_point_runs_end_to_end(policy, tmp_path):
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     result = run(*args, "--save_dir", str(tmp_path / "never"))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("policy", ["TD3", "SAC"])
+def test_brax_entry_point_runs_end_to_end(policy, tmp_path):
+    out = tmp_path / "run"
+    result = run(
+        "--policy",
+        policy,
+        "--env",
+        "inverted_pendulum",
+        "--max_timesteps",
+        "512",
+        "--num_envs",
+        "8",
+        "--updates_per_step",
+        "2",
+        "--start_timesteps",
+        "128",
+        "--batch_size",
+        "32",
+        "--hidden_sizes",
+        "16",
+        "--eval_freq",
+        "256",
+        "--eval_episodes",
+        "2",
+        "--log_freq",
+        "128",
+        "--episode_length",
+        "20",
+        "--save_dir",
+        str(out),
+        "--no_progress",
+        cwd=tmp_path,
+        script=BRAX_SCRIPT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "uniform random policy" in result.stdout
+    with (out / "evaluations.csv").open() as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [0, 256, 512]
+    with (out / "train.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == [128, 256, 384, 512]
+    # Updates start at 128 transitions: 49 iterations x 2 updates.
+    assert int(rows[-1]["updates"]) == 98
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["env_steps"] == 512 and summary["updates"] == 98
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--env", "halfcheeta"], "valid environments:"),
+        (["--backend", "warp"], "valid backends:"),
+        (["--num_envs", "0"], "num_envs must be a positive integer"),
+        (["--start_timesteps", "100", "--batch_size", "256"], "must be at least batch_size"),
+        (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
+        (["--policy", "MPO"], "MPO is not available yet"),
+    ],
+)
+def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
+    result = run(*args, "--save_dir", str(tmp_path / "never"), script=BRAX_SCRIPT)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr

@@ -7,7 +7,6 @@ import numpy as np
 
 from jax_rl import benchmark, timing
 
-
 SIZE, MATMULS = 1024, 4
 
 

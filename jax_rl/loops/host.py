@@ -29,9 +29,14 @@ import numpy as np
 from jax_rl import replay as replay_lib
 from jax_rl.envs import HostEnv
 from jax_rl.logger import RunLogger
+from jax_rl.loops.common import (
+    check_collection,
+    check_positive_ints,
+    pull_metrics,
+    replay_capacity,
+    zero_metrics,
+)
 from jax_rl.transition import Array, Transition
-
-MAX_DEFAULT_REPLAY = 1_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,39 +61,22 @@ class HostLoopConfig:
     """seed of the learner, the warm-up actions and the environments"""
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_timesteps",
-            "start_timesteps",
-            "batch_size",
-            "eval_freq",
-            "eval_episodes",
-            "log_freq",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.replay_size is not None and self.replay_size <= 0:
-            raise ValueError(f"replay_size must be a positive integer, got {self.replay_size!r}")
-        if self.start_timesteps < self.batch_size:
-            raise ValueError(
-                f"start_timesteps ({self.start_timesteps}) must be at least batch_size "
-                f"({self.batch_size}): the first update samples a full batch"
-            )
-        if self.start_timesteps > self.max_timesteps:
-            raise ValueError(
-                f"start_timesteps ({self.start_timesteps}) exceeds max_timesteps "
-                f"({self.max_timesteps}): the run would never learn"
-            )
-        if self.capacity < self.batch_size:
-            raise ValueError(
-                f"replay_size ({self.capacity}) must be at least batch_size ({self.batch_size})"
-            )
+        check_positive_ints(
+            self,
+            (
+                "max_timesteps",
+                "start_timesteps",
+                "batch_size",
+                "eval_freq",
+                "eval_episodes",
+                "log_freq",
+            ),
+        )
+        check_collection(self)
 
     @property
     def capacity(self) -> int:
-        if self.replay_size is not None:
-            return self.replay_size
-        return min(self.max_timesteps, MAX_DEFAULT_REPLAY)
+        return replay_capacity(self.max_timesteps, self.replay_size)
 
 
 class Learner(flax.struct.PyTreeNode):
@@ -157,9 +145,7 @@ def init_learner(
     replay = replay_lib.create(spec)
     agent_key, key = jax.random.split(key)
     agent = algo.init(agent_key, obs_size, action_size, algo_config)
-    batch = replay_lib.sample(replay, key, batch_size)
-    _, metric_shapes = jax.eval_shape(algo.update, agent, batch, key)
-    sums = {k: jnp.zeros(v.shape, v.dtype) for k, v in metric_shapes.items()}
+    sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, batch_size), key)
     return Learner(agent, replay, key, sums, jnp.int32(0))
 
 
@@ -182,14 +168,6 @@ class TrainResult:
     learner: Learner
     evaluations: list[dict[str, float]]  # one row per evaluation, as in evaluations.csv
     step_functions: StepFunctions
-
-
-def _pull_metrics(learner: Learner) -> tuple[Learner, dict[str, float]]:
-    """Averages of the metrics since the last call, and a learner with the sums reset."""
-    sums, count = jax.device_get((learner.metric_sums, learner.num_updates))
-    means = {k: float(v) / max(int(count), 1) for k, v in sums.items()}
-    zeroed = jax.tree_util.tree_map(jnp.zeros_like, learner.metric_sums)
-    return learner.replace(metric_sums=zeroed, num_updates=jnp.int32(0)), means
 
 
 class Collector:
@@ -272,7 +250,7 @@ def train(
         done = collector.steps
         if done % config.log_freq == 0:
             logger.advance(config.log_freq)
-            collector.learner, metrics = _pull_metrics(collector.learner)
+            collector.learner, metrics = pull_metrics(collector.learner)
             logger.log_train(done, {**metrics, "episode_return": collector.last_episode_return})
         if done % config.eval_freq == 0 or done == config.max_timesteps:
             evaluations.append(

@@ -6,6 +6,7 @@ from jax_rl.algos import sac, td3
 from jax_rl.envs.probes import ContextualBandit, Countdown
 from jax_rl.logger import RunLogger
 from jax_rl.loops import host
+from jax_rl.loops.common import pull_metrics
 from jax_rl.transition import Transition
 
 SMALL = (32, 32)
@@ -176,7 +177,7 @@ def test_metric_sums_reset_without_recompiling():
     row = Transition(obs, np.zeros(1, np.float32), np.float32(1), np.float32(1), obs)
     for _ in range(4):
         learner, _ = fns.learn(learner, row, obs)
-    learner, means = host._pull_metrics(learner)
+    learner, means = pull_metrics(learner)
     assert int(learner.num_updates) == 0 and float(learner.metric_sums["loss/critic"]) == 0.0
     assert np.isfinite(means["loss/critic"])
     learner, _ = fns.learn(learner, row, obs)

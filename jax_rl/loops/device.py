@@ -1,0 +1,340 @@
+"""Device pipeline: acting, Brax physics, replay and updates in one compiled program.
+
+One iteration, for N environments and k updates per iteration:
+
+    act (exploring) -> step N envs -> insert N transitions
+    -> sample k batches at once -> lax.scan over k updates
+
+`train_chunk` runs `iterations_per_chunk` iterations with `lax.scan` in one
+jitted call that donates the whole carry (learner, replay, environments, key);
+the host only loops over chunks to log, show progress, evaluate and save.
+Metrics are summed on the device and read once per chunk. The first
+`start_timesteps` environment steps take uniform random actions (the
+prefill) inside the same program, and evaluation of the deterministic policy
+is a jitted rollout on separate environments.
+
+Counting: an environment step is one step of one environment, so an iteration
+adds N environment steps and k updates; the replay ratio is
+k * batch_size / N sampled transitions per collected one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import flax.serialization
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jax_rl import replay as replay_lib
+from jax_rl.envs.brax import BraxEnv, EnvState
+from jax_rl.logger import RunLogger
+from jax_rl.loops.common import (
+    check_collection,
+    check_positive_ints,
+    replay_capacity,
+    zero_metrics,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceLoopConfig:
+    """How long to train and how to collect, evaluate and log on the device."""
+
+    max_timesteps: int = 100_000
+    """environment steps in total (all environments together), prefill included"""
+    num_envs: int = 16
+    """environments stepped in parallel"""
+    updates_per_step: int = 16
+    """k: gradient updates per iteration (one iteration steps every environment once)"""
+    batch_size: int = 256
+    """transitions per gradient update"""
+    replay_size: int | None = None
+    """replay capacity; default min(max_timesteps, 1,000,000)"""
+    start_timesteps: int = 5_000
+    """environment steps of uniform random actions before learning starts"""
+    eval_freq: int = 10_000
+    """environment steps between evaluations (one also runs at step 0 and at the end)"""
+    eval_episodes: int = 10
+    """episodes per evaluation, run in parallel"""
+    log_freq: int = 2_000
+    """environment steps per chunk: one row of train.csv and one progress update"""
+    episode_length: int = 1000
+    """time limit of an episode, in steps"""
+    seed: int = 0
+    """seed of the learner, the environments and the evaluation"""
+
+    def __post_init__(self) -> None:
+        check_positive_ints(
+            self,
+            (
+                "max_timesteps",
+                "num_envs",
+                "updates_per_step",
+                "batch_size",
+                "start_timesteps",
+                "eval_freq",
+                "eval_episodes",
+                "log_freq",
+                "episode_length",
+            ),
+        )
+        check_collection(self)
+        if self.num_envs > self.capacity:
+            raise ValueError(
+                f"num_envs ({self.num_envs}) exceeds the replay capacity ({self.capacity})"
+            )
+
+    @property
+    def capacity(self) -> int:
+        return replay_capacity(self.max_timesteps, self.replay_size)
+
+    @property
+    def iterations_per_chunk(self) -> int:
+        return max(1, self.log_freq // self.num_envs)
+
+    @property
+    def chunk_steps(self) -> int:
+        """Environment steps per chunk."""
+        return self.iterations_per_chunk * self.num_envs
+
+    @property
+    def num_chunks(self) -> int:
+        """The run is rounded up to whole chunks."""
+        return math.ceil(self.max_timesteps / self.chunk_steps)
+
+    @property
+    def total_steps(self) -> int:
+        return self.num_chunks * self.chunk_steps
+
+
+class Carry(flax.struct.PyTreeNode):
+    """Everything a chunk carries and donates."""
+
+    agent: Any
+    replay: replay_lib.ReplayState
+    env: EnvState
+    key: jax.Array
+    metric_sums: dict[str, jax.Array]  # summed since the last read
+    num_updates: jax.Array  # updates since the last read
+    env_steps: jax.Array  # int32 totals since the start of the run
+    updates: jax.Array
+    finished_returns: jax.Array  # sum and count of finished training episodes'
+    finished_episodes: jax.Array  # returns since the last read
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """The jitted programs of the device loop for one learner and one environment."""
+
+    train_chunk: Callable[[Carry], Carry]
+    evaluate: Callable[[Any, jax.Array, jax.Array], jax.Array]
+
+
+def init_carry(
+    algo: ModuleType, algo_config: Any, env: BraxEnv, config: DeviceLoopConfig, key: jax.Array
+) -> Carry:
+    """A fresh learner, an empty buffer and N environments in random initial states."""
+    spec = replay_lib.ReplaySpec(config.capacity, env.obs_size, env.action_size)
+    replay = replay_lib.create(spec)
+    agent_key, env_key, key = jax.random.split(key, 3)
+    agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config)
+    sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, config.batch_size), key)
+    carry = Carry(
+        agent=agent,
+        replay=replay,
+        env=env.reset(env_key, config.num_envs),
+        key=key,
+        metric_sums=sums,
+        num_updates=jnp.int32(0),
+        env_steps=jnp.int32(0),
+        updates=jnp.int32(0),
+        finished_returns=jnp.float32(0.0),
+        finished_episodes=jnp.int32(0),
+    )
+    # Brax's reset may hand back one array under several names; the chunks donate
+    # the carry, and XLA refuses to donate one buffer twice.
+    return jax.tree_util.tree_map(jnp.copy, carry)
+
+
+def _collect(carry: Carry, env: BraxEnv, action: jax.Array) -> Carry:
+    """Step every environment with `action`, store the transitions, count episodes."""
+    env_state, transition, info = env.step(carry.env, action)
+    return carry.replace(
+        env=env_state,
+        replay=replay_lib.insert(carry.replay, transition),
+        env_steps=carry.env_steps + action.shape[0],
+        finished_returns=carry.finished_returns + info.episode_return.sum(),
+        finished_episodes=carry.finished_episodes + info.done.sum(dtype=jnp.int32),
+    )
+
+
+def _update_k_times(
+    algo: ModuleType, carry: Carry, key: jax.Array, k: int, batch_size: int
+) -> Carry:
+    """Sample k batches with one draw, then scan k updates over them."""
+    sample_key, update_key = jax.random.split(key)
+    flat = replay_lib.sample(carry.replay, sample_key, k * batch_size)
+    batches = jax.tree_util.tree_map(lambda x: x.reshape((k, batch_size) + x.shape[1:]), flat)
+
+    def one_update(agent: Any, inputs: tuple[Any, jax.Array]) -> tuple[Any, dict]:
+        batch, key = inputs
+        return algo.update(agent, batch, key)
+
+    agent, metrics = jax.lax.scan(
+        one_update, carry.agent, (batches, jax.random.split(update_key, k))
+    )
+    sums = jax.tree_util.tree_map(lambda s, m: s + m.sum(0), carry.metric_sums, metrics)
+    return carry.replace(
+        agent=agent,
+        metric_sums=sums,
+        num_updates=carry.num_updates + k,
+        updates=carry.updates + k,
+    )
+
+
+def rollout_returns(
+    env: BraxEnv,
+    config: DeviceLoopConfig,
+    policy: Callable[[jax.Array, jax.Array], jax.Array],
+    key: jax.Array,
+) -> jax.Array:
+    """Returns [eval_episodes] of one episode per environment under `policy(obs, key)`.
+
+    Each episode counts rewards until its first end (terminal or time limit).
+    """
+    reset_key, key = jax.random.split(key)
+    state = env.reset(reset_key, config.eval_episodes)
+    alive = jnp.ones(config.eval_episodes, bool)
+    returns = jnp.zeros(config.eval_episodes, jnp.float32)
+
+    def step(inputs: tuple, step_key: jax.Array) -> tuple[tuple, None]:
+        state, alive, returns = inputs
+        state, transition, info = env.step(state, policy(state.obs, step_key))
+        returns = returns + jnp.where(alive, transition.reward, 0.0)
+        return (state, alive & ~info.done, returns), None
+
+    keys = jax.random.split(key, config.episode_length)
+    (_, _, returns), _ = jax.lax.scan(step, (state, alive, returns), keys)
+    return returns
+
+
+def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> Pipeline:
+    """Build and jit the training chunk and the evaluation rollout.
+
+    The warm-up is part of the chunk: while fewer than `start_timesteps`
+    environment steps have been taken the actions are uniform random, and
+    updates start once the buffer holds `start_timesteps` transitions. One
+    program thus serves the whole run (Brax physics is slow to compile).
+    """
+    k, batch_size = config.updates_per_step, config.batch_size
+
+    def train_iteration(carry: Carry, _: None) -> tuple[Carry, None]:
+        key, act_key, uniform_key, update_key = jax.random.split(carry.key, 4)
+        explore = algo.act(carry.agent, carry.env.obs, act_key, deterministic=False)
+        uniform = jax.random.uniform(uniform_key, explore.shape, minval=-1.0, maxval=1.0)
+        action = jnp.where(carry.env_steps < config.start_timesteps, uniform, explore)
+        carry = _collect(carry.replace(key=key), env, action)
+        carry = jax.lax.cond(
+            carry.env_steps >= config.start_timesteps,
+            lambda c: _update_k_times(algo, c, update_key, k, batch_size),
+            lambda c: c,
+            carry,
+        )
+        return carry, None
+
+    def train_chunk(carry: Carry) -> Carry:
+        carry, _ = jax.lax.scan(train_iteration, carry, None, config.iterations_per_chunk)
+        return carry
+
+    def evaluate(agent: Any, key: jax.Array, uniform: jax.Array) -> jax.Array:
+        """Undiscounted returns [eval_episodes] of the deterministic policy, or with
+        `uniform` of uniform random actions (the baseline a learner must beat)."""
+
+        def policy(obs: jax.Array, step_key: jax.Array) -> jax.Array:
+            greedy = algo.act(agent, obs, step_key, deterministic=True)
+            random = jax.random.uniform(step_key, greedy.shape, minval=-1.0, maxval=1.0)
+            return jnp.where(uniform, random, greedy)
+
+        return rollout_returns(env, config, policy, key)
+
+    return Pipeline(
+        train_chunk=jax.jit(train_chunk, donate_argnums=0),
+        evaluate=jax.jit(evaluate),
+    )
+
+
+@dataclasses.dataclass
+class TrainResult:
+    carry: Carry
+    evaluations: list[dict[str, float]]  # one row per evaluation, as in evaluations.csv
+    pipeline: Pipeline
+
+
+def _read_chunk(carry: Carry, batch_size: int) -> tuple[Carry, dict[str, float]]:
+    """The one device-to-host read of a chunk: averaged metrics, counters, episode returns.
+
+    Returns the carry with the per-chunk sums reset.
+    """
+    sums, count, total_return, episodes, updates, env_steps = jax.device_get(
+        (
+            carry.metric_sums,
+            carry.num_updates,
+            carry.finished_returns,
+            carry.finished_episodes,
+            carry.updates,
+            carry.env_steps,
+        )
+    )
+    row = {k: float(v) / max(int(count), 1) for k, v in sums.items()}
+    row["updates"] = int(updates)
+    row["replay_ratio"] = int(updates) * batch_size / max(int(env_steps), 1)
+    row["episode_return"] = float(total_return) / int(episodes) if episodes else float("nan")
+    carry = carry.replace(
+        metric_sums=jax.tree_util.tree_map(jnp.zeros_like, carry.metric_sums),
+        num_updates=jnp.int32(0),
+        finished_returns=jnp.float32(0.0),
+        finished_episodes=jnp.int32(0),
+    )
+    return carry, row
+
+
+def train(
+    algo: ModuleType,
+    algo_config: Any,
+    env: BraxEnv,
+    config: DeviceLoopConfig,
+    logger: RunLogger,
+) -> TrainResult:
+    """Train `algo` on N Brax environments; evaluate every `eval_freq` environment steps."""
+    pipeline = make_pipeline(algo, env, config)
+    key, eval_key = jax.random.split(jax.random.key(config.seed))
+    carry = init_carry(algo, algo_config, env, config, key)
+
+    def evaluate(step: int) -> dict[str, float]:
+        nonlocal eval_key
+        eval_key, key = jax.random.split(eval_key)
+        returns = jax.device_get(pipeline.evaluate(carry.agent, key, jnp.bool_(False)))
+        return logger.log_evaluation(step, [float(r) for r in returns])
+
+    evaluations = [evaluate(0)]
+    next_eval = config.eval_freq
+    for chunk in range(config.num_chunks):
+        carry = pipeline.train_chunk(carry)
+        carry, row = _read_chunk(carry, config.batch_size)
+        env_steps = (chunk + 1) * config.chunk_steps
+        logger.advance(config.chunk_steps)
+        logger.log_train(env_steps, row)
+        if env_steps >= next_eval or chunk == config.num_chunks - 1:
+            evaluations.append(evaluate(env_steps))
+            while next_eval <= env_steps:
+                next_eval += config.eval_freq
+
+    with (logger.save_dir / "agent.msgpack").open("wb") as f:
+        f.write(flax.serialization.to_bytes(carry.agent))
+    return TrainResult(carry, evaluations, pipeline)

@@ -1,0 +1,73 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_rl.envs import UnknownEnvironmentError
+from jax_rl.envs.brax import BraxEnv, check_environment
+
+
+@pytest.fixture(scope="module")
+def short_env():
+    """inverted_pendulum with a 5-step time limit, and its step jitted once."""
+    env = BraxEnv("inverted_pendulum", "positional", episode_length=5)
+    return env, jax.jit(env.step)
+
+
+def test_time_limit_keeps_true_final_observation_and_discount_one(short_env):
+    env, step = short_env
+    state = env.reset(jax.random.key(0), 3)
+    zero = jnp.zeros((3, env.action_size))
+    for _ in range(5):
+        before = state
+        state, transition, info = step(state, zero)
+    # The 5th step ends every episode by time limit: truncation, not termination.
+    assert bool(info.truncated.all()) and bool(info.done.all())
+    np.testing.assert_array_equal(transition.discount, 1.0)
+    # next_obs is the observation the step produced, continuing from the last obs...
+    assert not np.allclose(transition.next_obs, before.obs)
+    # ...and the environments were reset: the next obs is a fresh initial state.
+    assert not np.allclose(state.obs, transition.next_obs)
+    np.testing.assert_array_equal(state.steps, 0)
+    np.testing.assert_array_equal(info.episode_return, 5.0)  # reward 1 per step
+
+
+def test_true_terminal_has_discount_zero():
+    env = BraxEnv("inverted_pendulum", "positional", episode_length=1000)
+    step = jax.jit(env.step)
+    state = env.reset(jax.random.key(1), 2)
+    push = jnp.ones((2, env.action_size))
+    for _ in range(200):
+        state, transition, info = step(state, push)
+        if bool(info.done.any()):
+            break
+    assert bool(info.done.all()) and not bool(info.truncated.any())
+    np.testing.assert_array_equal(transition.discount, 0.0)
+
+
+def test_resets_draw_fresh_random_initial_states(short_env):
+    env, step = short_env
+    state = env.reset(jax.random.key(2), 4)
+    starts = [np.asarray(state.obs)]
+    zero = jnp.zeros((4, env.action_size))
+    for t in range(10):
+        state, _, _ = step(state, zero)
+        if (t + 1) % 5 == 0:
+            starts.append(np.asarray(state.obs))
+    starts = np.concatenate(starts)  # 3 resets x 4 environments
+    distinct = {tuple(np.round(row, 6)) for row in starts}
+    assert len(distinct) == len(starts)
+
+
+def test_observations_are_float32_and_sizes_match(short_env):
+    env, _ = short_env
+    state = env.reset(jax.random.key(3), 2)
+    assert state.obs.dtype == jnp.float32 and state.obs.shape == (2, env.obs_size)
+    assert (env.obs_size, env.action_size) == (4, 1)
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(UnknownEnvironmentError, match="valid environments: .*halfcheetah"):
+        check_environment("halfcheeta", "positional")
+    with pytest.raises(UnknownEnvironmentError, match="valid backends: positional, spring"):
+        check_environment("ant", "warp")

@@ -1,0 +1,99 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_rl.algos import sac, td3
+from jax_rl.envs.brax import BraxEnv
+from jax_rl.logger import RunLogger
+from jax_rl.loops import device
+
+# Small enough to compile and run in well under a minute per learner on 2 cores.
+LOOP = dict(
+    max_timesteps=6144,
+    num_envs=16,
+    updates_per_step=32,
+    batch_size=64,
+    start_timesteps=512,
+    eval_freq=3072,
+    eval_episodes=16,
+    log_freq=512,
+    episode_length=100,
+)
+
+
+@pytest.fixture(scope="module", params=[td3, sac], ids=["TD3", "SAC"])
+def trained(request, tmp_path_factory):
+    algo = request.param
+    env = BraxEnv("inverted_pendulum", "positional", episode_length=LOOP["episode_length"])
+    config = device.DeviceLoopConfig(**LOOP)
+    out = tmp_path_factory.mktemp(algo.__name__.rsplit(".", 1)[-1])
+    logger = RunLogger(out, config.total_steps, progress=False)
+    result = device.train(algo, algo.Config(hidden_sizes=(64, 64)), env, config, logger)
+    logger.close()
+    return algo, env, config, result, out
+
+
+def test_train_chunk_compiles_once_across_chunks(trained):
+    _, _, config, result, _ = trained
+    assert config.num_chunks == 12
+    assert result.pipeline.train_chunk._cache_size() == 1
+    assert result.pipeline.evaluate._cache_size() == 1
+
+
+def test_counters_add_up(trained):
+    _, _, config, result, out = trained
+    carry = result.carry
+    assert int(carry.env_steps) == config.total_steps == 6144
+    # Updates start once the buffer holds start_timesteps transitions.
+    learning_iterations = (config.total_steps - config.start_timesteps) // config.num_envs + 1
+    assert int(carry.updates) == learning_iterations * config.updates_per_step
+    assert int(carry.replay.size) == config.total_steps  # capacity = max_timesteps
+    rows = (out / "train.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    last = dict(zip(header, rows[-1].split(","), strict=True))
+    assert int(last["updates"]) == int(carry.updates)
+    ratio = int(carry.updates) * config.batch_size / config.total_steps
+    assert float(last["replay_ratio"]) == pytest.approx(ratio, rel=1e-4)
+
+
+def test_short_run_improves_over_random(trained):
+    algo, env, config, result, _ = trained
+    random = jax.device_get(
+        result.pipeline.evaluate(result.carry.agent, jax.random.key(9), jnp.bool_(True))
+    ).mean()
+    final = result.evaluations[-1]["return_mean"]
+    # Balancing for the whole 100-step episode scores 100; random actions about 5-15.
+    assert final > 3 * random and final > 50, (final, random)
+
+
+def test_evaluation_rows_are_written(trained):
+    _, _, _, result, out = trained
+    steps = [int(line.split(",")[0]) for line in (out / "evaluations.csv").read_text().split()[1:]]
+    assert steps == [0, 3072, 6144]
+    assert [int(row["step"]) for row in result.evaluations] == steps
+
+
+@pytest.mark.parametrize(
+    "loop, message",
+    [
+        ({"num_envs": 0}, "num_envs must be a positive integer"),
+        ({"start_timesteps": 32, "batch_size": 64}, "must be at least batch_size"),
+        (
+            {"replay_size": 8, "num_envs": 16, "batch_size": 8, "start_timesteps": 8},
+            "exceeds the replay capacity",
+        ),
+    ],
+)
+def test_loop_config_rejects_bad_values(loop, message):
+    with pytest.raises(ValueError, match=message):
+        device.DeviceLoopConfig(**loop)
+
+
+def test_rounding_to_whole_chunks():
+    config = device.DeviceLoopConfig(
+        max_timesteps=1000, num_envs=16, log_freq=100, start_timesteps=256
+    )
+    assert config.iterations_per_chunk == 6 and config.chunk_steps == 96
+    assert config.num_chunks == 11 and config.total_steps == 1056
+    assert np.isfinite(config.total_steps)
