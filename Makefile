@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-quick returns plot clean
+.PHONY: init test lint bench bench-quick returns plot brax-returns brax-plot clean
 
 init: $(BIN)/activate-done
 
@@ -42,6 +42,18 @@ returns: init
 plot: init
 	$(BIN)/python -m jax_rl.plot docs/results/cartpole_swingup --out docs/results/cartpole_swingup.png \
 	  --title "dm_control cartpole-swingup"
+
+# The device pipeline's default run (halfcheetah, positional backend), 3 seeds x TD3, SAC.
+brax-returns: init
+	for seed in 0 1 2; do for policy in TD3 SAC; do \
+	  $(BIN)/python jax_rl/main_brax.py --policy $$policy --seed $$seed --no_progress \
+	    --save_dir docs/results/brax_halfcheetah/$$policy-seed$$seed || exit 1; \
+	done; done
+	$(MAKE) brax-plot
+
+brax-plot: init
+	$(BIN)/python -m jax_rl.plot docs/results/brax_halfcheetah --out docs/results/brax_halfcheetah.png \
+	  --title "Brax halfcheetah (positional), device pipeline"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -20,15 +20,18 @@ import dataclasses
 import json
 import os
 import platform
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import jax
 
 from jax_rl import algos, timing
+from jax_rl.envs.brax import BraxEnv
 from jax_rl.envs.dm_control import DMControlEnv
-from jax_rl.loops import host
+from jax_rl.loops import device, host
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,31 @@ class BenchSettings:
     prefill: int = 1000
     domain_name: str = "cartpole"
     task_name: str = "swingup"
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceBenchSettings:
+    env: str = "halfcheetah"
+    backend: str = "positional"
+    num_envs: int = 16
+    updates_per_step: int = 16
+    batch_size: int = 256
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    iterations_per_chunk: int = 25
+    num_blocks: int = 5
+    warmup_chunks: int = 1
+
+
+QUICK_DEVICE = DeviceBenchSettings(
+    env="inverted_pendulum",
+    num_envs=4,
+    updates_per_step=2,
+    batch_size=16,
+    hidden_sizes=(16,),
+    iterations_per_chunk=4,
+    num_blocks=2,
+    warmup_chunks=1,
+)
 
 
 QUICK = BenchSettings(
@@ -64,11 +92,11 @@ def machine() -> dict[str, Any]:
                     break
     except OSError:
         pass
-    device = jax.devices()[0]
+    first_device = jax.devices()[0]
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
-        "accelerator": device.device_kind if device.platform != "cpu" else "none",
+        "accelerator": first_device.device_kind if first_device.platform != "cpu" else "none",
         "jax": jax.__version__,
         "python": platform.python_version(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
@@ -122,6 +150,89 @@ def bench_host_step(name: str, settings: BenchSettings, seed: int = 0) -> dict[s
     }
 
 
+def bench_device_chunk(name: str, settings: DeviceBenchSettings, seed: int = 0) -> dict[str, Any]:
+    """Environment steps and updates per second of the Brax pipeline's train_chunk."""
+    algo = algos.get(name)
+    config = algo.Config(hidden_sizes=settings.hidden_sizes)
+    env = BraxEnv(settings.env, settings.backend, episode_length=1000)
+    chunk_steps = settings.iterations_per_chunk * settings.num_envs
+    loop = device.DeviceLoopConfig(
+        max_timesteps=chunk_steps * (settings.num_blocks + settings.warmup_chunks + 2),
+        num_envs=settings.num_envs,
+        updates_per_step=settings.updates_per_step,
+        batch_size=settings.batch_size,
+        start_timesteps=max(settings.batch_size, settings.num_envs),  # learn almost at once
+        log_freq=chunk_steps,
+        seed=seed,
+    )
+    pipeline = device.make_pipeline(algo, env, loop)
+    carry = device.init_carry(algo, config, env, loop, jax.random.key(seed))
+    start = time.perf_counter()
+    carry = jax.block_until_ready(pipeline.train_chunk(carry))
+    compile_seconds = time.perf_counter() - start  # first call to first result
+    # Fill past the warm-up so that every timed iteration updates.
+    while int(carry.env_steps) < loop.start_timesteps:
+        carry = pipeline.train_chunk(carry)
+    state = {"carry": carry}
+
+    def step() -> device.Carry:
+        state["carry"] = pipeline.train_chunk(state["carry"])
+        return state["carry"]
+
+    result = timing.time_steps(step, 1, settings.num_blocks, settings.warmup_chunks)
+    seconds = statistics.median(result.block_seconds)
+    updates = settings.iterations_per_chunk * settings.updates_per_step
+    carry = state["carry"]
+    batch = jax.tree_util.tree_map(lambda x: x[: settings.batch_size], carry.replay.data)
+    flops = timing.compiled_flops(jax.jit(algo.update), carry.agent, batch, jax.random.key(0))
+    return {
+        "policy": name,
+        "env": settings.env,
+        "backend": settings.backend,
+        "num_envs": settings.num_envs,
+        "updates_per_step": settings.updates_per_step,
+        "env_steps_per_second": chunk_steps / seconds,
+        "updates_per_second": updates / seconds,
+        "replay_ratio": settings.updates_per_step * settings.batch_size / settings.num_envs,
+        "compile_seconds": compile_seconds,
+        "flops_per_update": flops,
+        "achieved_flops_per_second": flops * updates / seconds if flops else None,
+        "blocks": list(result.block_seconds),
+    }
+
+
+def device_markdown(
+    rows: list[dict[str, Any]], settings: DeviceBenchSettings, matmul: float
+) -> str:
+    lines = [
+        f"# Brax pipeline: {settings.env} ({settings.backend}), {settings.num_envs} envs, "
+        f"{settings.updates_per_step} updates per iteration, batch {settings.batch_size}, "
+        f"{'-'.join(map(str, settings.hidden_sizes))} networks",
+        "",
+        "| policy | env steps/s | updates/s | compile (s) | GFLOP / update "
+        "| achieved GFLOP/s | of matmul rate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        achieved = r["achieved_flops_per_second"]
+        flops_cells = (
+            f"{r['flops_per_update'] / 1e9:.3f} | {achieved / 1e9:.0f} | {achieved / matmul:.0%}"
+            if achieved
+            else "n/a | n/a | n/a"
+        )
+        lines.append(
+            f"| {r['policy']} | {r['env_steps_per_second']:.0f} | {r['updates_per_second']:.0f} "
+            f"| {r['compile_seconds']:.1f} | {flops_cells} |"
+        )
+    lines += [
+        "",
+        "Median over timed chunks of the jitted, donated train_chunk (acting, physics, replay "
+        "insertion, sampling and the updates), compilation timed apart.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def markdown(
     rows: list[dict[str, Any]], info: dict[str, Any], settings: BenchSettings, matmul: float
 ) -> str:
@@ -168,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--policies", default=",".join(algos.ALGORITHMS), help="comma-separated learners to time"
     )
-    parser.add_argument("--out", default="docs/benchmarks", help="folder for host.md/host.json")
+    parser.add_argument("--out", default="docs/benchmarks", help="folder for the tables")
+    parser.add_argument("--skip_brax", action="store_true", help="time the host loop only")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else BenchSettings()
     names = [n for n in args.policies.split(",") if n]
@@ -198,6 +310,24 @@ def main(argv: list[str] | None = None) -> int:
         "host_loop": rows,
     }
     (out / "host.json").write_text(json.dumps(payload, indent=2))
+    if args.skip_brax:
+        return 0
+
+    device_settings = QUICK_DEVICE if args.quick else DeviceBenchSettings()
+    device_rows = []
+    for name in names:
+        print(f"timing the Brax pipeline with {name} ...", file=sys.stderr, flush=True)
+        device_rows.append(bench_device_chunk(name, device_settings))
+    device_table = device_markdown(device_rows, device_settings, matmul)
+    print(device_table)
+    (out / "brax.md").write_text(device_table)
+    device_payload = {
+        "machine": info,
+        "settings": dataclasses.asdict(device_settings),
+        "matmul_flops_per_second": matmul,
+        "device_pipeline": device_rows,
+    }
+    (out / "brax.json").write_text(json.dumps(device_payload, indent=2))
     return 0
 
 

@@ -4,6 +4,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jax_rl import benchmark, timing
 
@@ -73,3 +74,9 @@ def test_quick_benchmark_writes_valid_json(tmp_path):
         assert row["compile_seconds"] > 0
     assert payload["machine"]["cores"] >= 1 and payload["matmul_flops_per_second"] > 0
     assert "| TD3 |" in (tmp_path / "host.md").read_text()
+    brax = json.loads((tmp_path / "brax.json").read_text())
+    for row in brax["device_pipeline"]:
+        assert row["env_steps_per_second"] > 0 and row["compile_seconds"] > 0
+        # updates per env step = k / num_envs, by construction of the chunk
+        ratio = row["updates_per_second"] / row["env_steps_per_second"]
+        assert ratio == pytest.approx(row["updates_per_step"] / row["num_envs"])
