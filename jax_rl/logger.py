@@ -77,13 +77,13 @@ class RunLogger:
         std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5
         row = {"step": step, "wall_time": self.wall_time, "return_mean": mean, "return_std": std}
         self.evaluations.write(row)
-        self._set_postfix(eval_return=f"{mean:.1f}")
+        self.set_status(eval_return=f"{mean:.1f}")
         return row
 
     def log_train(self, step: int, metrics: Mapping[str, float]) -> None:
         self.train.write({"step": step, "wall_time": self.wall_time, **metrics})
         if "episode_return" in metrics:
-            self._set_postfix(train_return=f"{metrics['episode_return']:.1f}")
+            self.set_status(train_return=f"{metrics['episode_return']:.1f}")
 
     def message(self, text: str) -> None:
         self._bar.write(text, file=sys.stderr)
@@ -91,6 +91,7 @@ class RunLogger:
     def close(self) -> None:
         self._bar.close()
 
-    def _set_postfix(self, **items: str) -> None:
+    def set_status(self, **items: str) -> None:
+        """Show `name=value` items after the progress bar (kept until replaced)."""
         self._postfix.update(items)
         self._bar.set_postfix(self._postfix, refresh=False)

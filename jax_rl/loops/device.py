@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -324,10 +325,17 @@ def train(
 
     evaluations = [evaluate(0)]
     next_eval = config.eval_freq
+    last_read, last_updates = time.perf_counter(), 0
     for chunk in range(config.num_chunks):
         carry = pipeline.train_chunk(carry)
         carry, row = _read_chunk(carry, config.batch_size)
+        now = time.perf_counter()
         env_steps = (chunk + 1) * config.chunk_steps
+        logger.set_status(
+            env_steps_per_s=f"{config.chunk_steps / (now - last_read):.0f}",
+            updates_per_s=f"{(row['updates'] - last_updates) / (now - last_read):.0f}",
+        )
+        last_read, last_updates = now, int(row["updates"])
         logger.advance(config.chunk_steps)
         logger.log_train(env_steps, row)
         if env_steps >= next_eval or chunk == config.num_chunks - 1:
