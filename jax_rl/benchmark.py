@@ -29,6 +29,7 @@ from typing import Any
 import jax
 
 from jax_rl import algos, timing
+from jax_rl.algos import mpo
 from jax_rl.envs.brax import BraxEnv
 from jax_rl.envs.dm_control import DMControlEnv
 from jax_rl.loops import device, host
@@ -103,10 +104,31 @@ def machine() -> dict[str, Any]:
     }
 
 
-def bench_host_step(name: str, settings: BenchSettings, seed: int = 0) -> dict[str, Any]:
+def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, config overrides) for learner `name`: MPO once per dual solver."""
+    if name == "MPO":
+        return [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
+    return [(name, {})]
+
+
+def time_scipy_solve(agent: Any, batch: Any, repeats: int = 20) -> float:
+    """Seconds per host SLSQP solve of MPO's temperature on a real E-step's Q [B, N]."""
+    _, _, _, q = jax.jit(mpo.sample_target_actions)(agent, batch.obs, jax.random.key(0))
+    q = jax.device_get(q)
+    start_eta, epsilon = float(agent.temperature), float(agent.config.epsilon)
+    mpo._solve_on_host(q, start_eta, epsilon)  # compiles the float64 dual
+    start = time.perf_counter()
+    for _ in range(repeats):
+        mpo._solve_on_host(q, start_eta, epsilon)
+    return (time.perf_counter() - start) / repeats
+
+
+def bench_host_step(
+    name: str, settings: BenchSettings, seed: int = 0, label: str = "", **overrides: Any
+) -> dict[str, Any]:
     """Seconds per 1000 host-loop training steps of learner `name`."""
     algo = algos.get(name)
-    config = algo.Config(hidden_sizes=settings.hidden_sizes)
+    config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     env = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
     fns = host.make_step_functions(algo, settings.batch_size)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
@@ -138,8 +160,12 @@ def bench_host_step(name: str, settings: BenchSettings, seed: int = 0) -> dict[s
     flops = timing.compiled_flops(
         jax.jit(algo.update), collector.learner.agent, batch, jax.random.key(0)
     )
+    solve = None
+    if name == "MPO" and config.dual_solver == "scipy":
+        solve = time_scipy_solve(collector.learner.agent, batch)
     return {
-        "policy": name,
+        "policy": label or name,
+        "scipy_solve_seconds": solve,
         "seconds_per_1000_median": median,
         "seconds_per_1000_mean": mean,
         "seconds_per_1000_std": std,
@@ -150,10 +176,12 @@ def bench_host_step(name: str, settings: BenchSettings, seed: int = 0) -> dict[s
     }
 
 
-def bench_device_chunk(name: str, settings: DeviceBenchSettings, seed: int = 0) -> dict[str, Any]:
+def bench_device_chunk(
+    name: str, settings: DeviceBenchSettings, seed: int = 0, label: str = "", **overrides: Any
+) -> dict[str, Any]:
     """Environment steps and updates per second of the Brax pipeline's train_chunk."""
     algo = algos.get(name)
-    config = algo.Config(hidden_sizes=settings.hidden_sizes)
+    config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     env = BraxEnv(settings.env, settings.backend, episode_length=1000)
     chunk_steps = settings.iterations_per_chunk * settings.num_envs
     loop = device.DeviceLoopConfig(
@@ -186,7 +214,7 @@ def bench_device_chunk(name: str, settings: DeviceBenchSettings, seed: int = 0) 
     batch = jax.tree_util.tree_map(lambda x: x[: settings.batch_size], carry.replay.data)
     flops = timing.compiled_flops(jax.jit(algo.update), carry.agent, batch, jax.random.key(0))
     return {
-        "policy": name,
+        "policy": label or name,
         "env": settings.env,
         "backend": settings.backend,
         "num_envs": settings.num_envs,
@@ -245,23 +273,36 @@ def markdown(
         f"JAX {info['jax']}. Large-matmul rate measured in the same run: "
         f"{matmul / 1e9:.0f} GFLOP/s.",
         "",
-        "| policy | s / 1000 steps (median) | mean ± std | compile (s) | GFLOP / update "
-        "| achieved GFLOP/s | of matmul rate |",
-        "|---|---|---|---|---|---|---|",
+        "| policy | s / 1000 steps (median) | mean ± std | x SAC | compile (s) "
+        "| GFLOP / update | achieved GFLOP/s | of matmul rate |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    sac = next((r["seconds_per_1000_median"] for r in rows if r["policy"] == "SAC"), None)
     for r in rows:
-        flops = r["flops_per_update"]
-        achieved = r["achieved_flops_per_second"]
-        lines.append(
-            f"| {r['policy']} | {r['seconds_per_1000_median']:.2f} | "
-            f"{r['seconds_per_1000_mean']:.2f} ± {r['seconds_per_1000_std']:.2f} | "
-            f"{r['compile_seconds']:.1f} | {flops / 1e9:.3f} | {achieved / 1e9:.0f} | "
-            f"{achieved / matmul:.0%} |"
+        median = r["seconds_per_1000_median"]
+        flops, achieved = r["flops_per_update"], r["achieved_flops_per_second"]
+        flops_cells = (
+            f"{flops / 1e9:.3f} | {achieved / 1e9:.0f} | {achieved / matmul:.0%}"
             if flops and achieved
-            else f"| {r['policy']} | {r['seconds_per_1000_median']:.2f} | "
-            f"{r['seconds_per_1000_mean']:.2f} ± {r['seconds_per_1000_std']:.2f} | "
-            f"{r['compile_seconds']:.1f} | n/a | n/a | n/a |"
+            else "n/a | n/a | n/a"
         )
+        lines.append(
+            f"| {r['policy']} | {median:.2f} | {r['seconds_per_1000_mean']:.2f} ± "
+            f"{r['seconds_per_1000_std']:.2f} | {median / sac:.2f} | "
+            if sac
+            else f"| {r['policy']} | {median:.2f} | {r['seconds_per_1000_mean']:.2f} ± "
+            f"{r['seconds_per_1000_std']:.2f} | n/a | "
+        )
+        lines[-1] += f"{r['compile_seconds']:.1f} | {flops_cells} |"
+    lines.append("")
+    for r in rows:
+        if r.get("scipy_solve_seconds"):
+            per_step = r["seconds_per_1000_median"] / 1000
+            lines.append(
+                f"{r['policy']}: the host SLSQP solve of the temperature takes "
+                f"{r['scipy_solve_seconds'] * 1e3:.2f} ms per update, "
+                f"{r['scipy_solve_seconds'] / per_step:.0%} of its training step."
+            )
     lines += [
         "",
         "A training step is one environment step plus one jitted call (insert, sample, one "
@@ -296,39 +337,51 @@ def main(argv: list[str] | None = None) -> int:
     matmul = timing.matmul_rate(256 if args.quick else 2048, repeats=3 if args.quick else 10)
     rows = []
     for name in names:
-        print(f"timing {name} ...", file=sys.stderr, flush=True)
-        rows.append(bench_host_step(name, settings))
-    table = markdown(rows, info, settings, matmul)
-    print(table)
+        for label, overrides in variants(name):
+            print(f"timing {label} ...", file=sys.stderr, flush=True)
+            rows.append(bench_host_step(name, settings, label=label, **overrides))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "host.md").write_text(table)
-    payload = {
-        "machine": info,
-        "settings": dataclasses.asdict(settings),
-        "matmul_flops_per_second": matmul,
-        "host_loop": rows,
-    }
-    (out / "host.json").write_text(json.dumps(payload, indent=2))
+    _write(
+        out,
+        "host",
+        markdown(rows, info, settings, matmul),
+        {
+            "machine": info,
+            "settings": dataclasses.asdict(settings),
+            "matmul_flops_per_second": matmul,
+            "host_loop": rows,
+        },
+    )
     if args.skip_brax:
         return 0
 
     device_settings = QUICK_DEVICE if args.quick else DeviceBenchSettings()
     device_rows = []
     for name in names:
-        print(f"timing the Brax pipeline with {name} ...", file=sys.stderr, flush=True)
-        device_rows.append(bench_device_chunk(name, device_settings))
-    device_table = device_markdown(device_rows, device_settings, matmul)
-    print(device_table)
-    (out / "brax.md").write_text(device_table)
-    device_payload = {
-        "machine": info,
-        "settings": dataclasses.asdict(device_settings),
-        "matmul_flops_per_second": matmul,
-        "device_pipeline": device_rows,
-    }
-    (out / "brax.json").write_text(json.dumps(device_payload, indent=2))
+        # The adam solver costs what newton costs on the device; two MPO rows suffice.
+        for label, overrides in variants(name)[:2]:
+            print(f"timing the Brax pipeline with {label} ...", file=sys.stderr, flush=True)
+            device_rows.append(bench_device_chunk(name, device_settings, label=label, **overrides))
+    _write(
+        out,
+        "brax",
+        device_markdown(device_rows, device_settings, matmul),
+        {
+            "machine": info,
+            "settings": dataclasses.asdict(device_settings),
+            "matmul_flops_per_second": matmul,
+            "device_pipeline": device_rows,
+        },
+    )
     return 0
+
+
+def _write(out: Path, stem: str, table: str, payload: dict[str, Any]) -> None:
+    """Print a table and write it as <stem>.md, with its figures as <stem>.json."""
+    print(table)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(table)
+    (out / f"{stem}.json").write_text(json.dumps(payload, indent=2))
 
 
 if __name__ == "__main__":

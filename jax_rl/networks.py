@@ -19,15 +19,22 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+INITS = ("pytorch", "lecun")
 
-def dense(features: int, fan_in: int) -> nn.Dense:
-    """A linear layer initialised like PyTorch's `nn.Linear`, as in the reference
-    TD3 and SAC code: kernel and bias uniform in +-1/sqrt(fan_in).
 
-    This matters: on cartpole-swingup TD3 with Flax's default (LeCun normal
-    kernel, zero bias) learned far more slowly for some seeds (see
-    docs/results/README.md).
+def dense(features: int, fan_in: int, layer_init: str) -> nn.Dense:
+    """A linear layer with one of two initialisations.
+
+    "pytorch": kernel and bias uniform in +-1/sqrt(fan_in), as PyTorch's
+    `nn.Linear` and so the reference TD3 code; "lecun": Flax's default, LeCun
+    normal kernel and zero bias. On cartpole-swingup TD3 learned much faster
+    with the first and SAC with the second (docs/results/README.md), so each
+    learner's Config chooses.
     """
+    if layer_init == "lecun":
+        return nn.Dense(features)
+    if layer_init != "pytorch":
+        raise ValueError(f"layer_init must be one of {', '.join(INITS)}, got {layer_init!r}")
     bound = 1.0 / math.sqrt(fan_in)
     return nn.Dense(
         features,
@@ -43,23 +50,25 @@ class MLP(nn.Module):
 
     hidden_sizes: Sequence[int]
     output_size: int
+    layer_init: str = "pytorch"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         for size in self.hidden_sizes:
-            x = nn.relu(dense(size, x.shape[-1])(x))
-        return dense(self.output_size, x.shape[-1])(x)
+            x = nn.relu(dense(size, x.shape[-1], self.layer_init)(x))
+        return dense(self.output_size, x.shape[-1], self.layer_init)(x)
 
 
 class Critic(nn.Module):
     """Q(s, a): obs [B, O], action [B, A] -> [B]."""
 
     hidden_sizes: Sequence[int]
+    layer_init: str = "pytorch"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        return MLP(self.hidden_sizes, 1)(x)[..., 0]
+        return MLP(self.hidden_sizes, 1, self.layer_init)(x)[..., 0]
 
 
 class EnsembleCritic(nn.Module):
@@ -72,6 +81,7 @@ class EnsembleCritic(nn.Module):
 
     hidden_sizes: Sequence[int]
     num_members: int = 2
+    layer_init: str = "pytorch"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
@@ -83,7 +93,7 @@ class EnsembleCritic(nn.Module):
             out_axes=0,
             axis_size=self.num_members,
         )
-        return ensemble(self.hidden_sizes, name="members")(obs, action)
+        return ensemble(self.hidden_sizes, self.layer_init, name="members")(obs, action)
 
 
 def ensemble_member(ensemble_params: dict, index: int) -> dict:
@@ -97,10 +107,11 @@ class DeterministicPolicy(nn.Module):
 
     hidden_sizes: Sequence[int]
     action_size: int
+    layer_init: str = "pytorch"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return jnp.tanh(MLP(self.hidden_sizes, self.action_size)(obs))
+        return jnp.tanh(MLP(self.hidden_sizes, self.action_size, self.layer_init)(obs))
 
 
 class GaussianPolicy(nn.Module):
@@ -114,10 +125,11 @@ class GaussianPolicy(nn.Module):
     action_size: int
     log_std_min: float = -5.0
     log_std_max: float = 2.0
+    layer_init: str = "pytorch"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        out = MLP(self.hidden_sizes, 2 * self.action_size)(obs)
+        out = MLP(self.hidden_sizes, 2 * self.action_size, self.layer_init)(obs)
         mean, log_std = jnp.split(out, 2, axis=-1)
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
 

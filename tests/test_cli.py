@@ -19,7 +19,7 @@ def run(*args: str, cwd: Path = ROOT, script: Path = SCRIPT) -> subprocess.Compl
     )
 
 
-@pytest.mark.parametrize("policy", ["TD3", "SAC"])
+@pytest.mark.parametrize("policy", ["TD3", "SAC", "MPO"])
 def test_dm_control_entry_point_runs_end_to_end(policy, tmp_path):
     out = tmp_path / "run"
     result = run(
@@ -60,7 +60,8 @@ def test_dm_control_entry_point_runs_end_to_end(policy, tmp_path):
     "args, message",
     [
         (["--policy", "PPO"], "invalid choice: 'PPO'"),
-        (["--policy", "MPO"], "MPO is not available yet"),
+        (["--policy", "MPO", "--dual_solver", "bfgs"], "dual_solver must be one of"),
+        (["--policy", "TD3", "--epsilon", "0.2"], "--epsilon does not apply to --policy TD3"),
         (["--domain_name", "cartpol"], "valid domains:"),
         (["--task_name", "swing"], "valid tasks:"),
         (["--batch_size", "0"], "batch_size must be a positive integer"),
@@ -85,7 +86,7 @@ def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     assert not (tmp_path / "never").exists()
 
 
-@pytest.mark.parametrize("policy", ["TD3", "SAC"])
+@pytest.mark.parametrize("policy", ["TD3", "SAC", "MPO"])
 def test_brax_entry_point_runs_end_to_end(policy, tmp_path):
     out = tmp_path / "run"
     result = run(
@@ -140,7 +141,7 @@ def test_brax_entry_point_runs_end_to_end(policy, tmp_path):
         (["--num_envs", "0"], "num_envs must be a positive integer"),
         (["--start_timesteps", "100", "--batch_size", "256"], "must be at least batch_size"),
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
-        (["--policy", "MPO"], "MPO is not available yet"),
+        (["--policy", "MPO", "--num_samples", "0"], "num_samples must be a positive integer"),
     ],
 )
 def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):

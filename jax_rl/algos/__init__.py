@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from jax_rl.algos import sac, td3
+from jax_rl.algos import mpo, sac, td3
 
-ALGORITHMS: dict[str, ModuleType] = {"TD3": td3, "SAC": sac}
+ALGORITHMS: dict[str, ModuleType] = {"TD3": td3, "SAC": sac, "MPO": mpo}
 # Names the CLIs accept; a name here but not in ALGORITHMS is announced, not built yet.
 POLICY_CHOICES = ("TD3", "SAC", "MPO")
 

@@ -79,6 +79,13 @@ def check_hidden_sizes(config: Any) -> None:
         raise ValueError(f"hidden_sizes must be positive integers, got {sizes!r}")
 
 
+def check_init(config: Any) -> None:
+    from jax_rl.networks import INITS
+
+    if config.layer_init not in INITS:
+        raise ValueError(f"layer_init must be one of {', '.join(INITS)}, got {config.layer_init!r}")
+
+
 def as_traced(config: ConfigT) -> ConfigT:
     """The config with every traced (pytree) field as a float32 array.
 

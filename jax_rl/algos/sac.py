@@ -42,6 +42,9 @@ class Config(flax.struct.PyTreeNode):
     hidden_sizes: tuple[int, ...] = common.field(
         (256, 256), "hidden layer sizes of the actor and of each critic", static=True
     )
+    layer_init: str = common.field(
+        "lecun", "layer initialisation: pytorch (uniform +-1/sqrt(fan_in)) or lecun", static=True
+    )
     actor_lr: float = common.field(3e-4, "Adam learning rate of the actor")
     critic_lr: float = common.field(3e-4, "Adam learning rate of the critics")
     alpha_lr: float = common.field(
@@ -56,6 +59,7 @@ class Config(flax.struct.PyTreeNode):
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
+        common.check_init(self)
         common.check_fields(
             self,
             positive=("actor_lr", "critic_lr", "alpha_lr", "init_alpha"),
@@ -77,7 +81,8 @@ class State(flax.struct.PyTreeNode):
 
 
 def _networks(config: Config, action_size: int) -> tuple[GaussianPolicy, EnsembleCritic]:
-    return GaussianPolicy(config.hidden_sizes, action_size), EnsembleCritic(config.hidden_sizes)
+    policy = GaussianPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
+    return policy, EnsembleCritic(config.hidden_sizes, layer_init=config.layer_init)
 
 
 def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:

@@ -40,6 +40,9 @@ class Config(flax.struct.PyTreeNode):
     hidden_sizes: tuple[int, ...] = common.field(
         (256, 256), "hidden layer sizes of the actor and of each critic", static=True
     )
+    layer_init: str = common.field(
+        "pytorch", "layer initialisation: pytorch (uniform +-1/sqrt(fan_in)) or lecun", static=True
+    )
     policy_freq: int = common.field(
         2, "critic updates per actor and target update (the 'delay')", static=True
     )
@@ -57,6 +60,7 @@ class Config(flax.struct.PyTreeNode):
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
+        common.check_init(self)
         common.check_fields(
             self,
             positive=("actor_lr", "critic_lr"),
@@ -80,9 +84,8 @@ class State(flax.struct.PyTreeNode):
 
 
 def _networks(config: Config, action_size: int) -> tuple[DeterministicPolicy, EnsembleCritic]:
-    return DeterministicPolicy(config.hidden_sizes, action_size), EnsembleCritic(
-        config.hidden_sizes
-    )
+    actor = DeterministicPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
+    return actor, EnsembleCritic(config.hidden_sizes, layer_init=config.layer_init)
 
 
 def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
@@ -109,9 +112,10 @@ def critic_loss(
 
 def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> jax.Array:
     """-mean_B Q_1(s, pi(s)); obs [B, O]."""
-    actor = DeterministicPolicy(state.config.hidden_sizes, state.action_size)
+    actor, _ = _networks(state.config, state.action_size)
     first_critic = ensemble_member(state.critic_params, 0)
-    q = Critic(state.config.hidden_sizes).apply(first_critic, obs, actor.apply(actor_params, obs))
+    critic = Critic(state.config.hidden_sizes, layer_init=state.config.layer_init)
+    q = critic.apply(first_critic, obs, actor.apply(actor_params, obs))
     return -q.mean()
 
 

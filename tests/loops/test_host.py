@@ -2,7 +2,7 @@ import jax
 import numpy as np
 import pytest
 
-from jax_rl.algos import sac, td3
+from jax_rl.algos import mpo, sac, td3
 from jax_rl.envs.probes import ContextualBandit, Countdown
 from jax_rl.logger import RunLogger
 from jax_rl.loops import host
@@ -75,7 +75,7 @@ def test_terminal_steps_have_discount_zero(tmp_path):
     np.testing.assert_array_equal(jax.device_get(result.learner.replay.data.discount), 0.0)
 
 
-@pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
+@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
 def test_agent_explores_while_collecting(algo):
     """After the warm-up, the action sent to the environment is the exploration
     action, not the deterministic one."""
@@ -122,7 +122,7 @@ def random_return(env, episodes=500, seed=0):
     return total / episodes
 
 
-@pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
+@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
 def test_short_run_learns_the_contextual_bandit(algo, tmp_path):
     """A broken learner or loop fails this: the optimal return is 0, random is about -1.5."""
     env, eval_env = ContextualBandit(seed=0), ContextualBandit(seed=1)

@@ -1,0 +1,413 @@
+"""MPO: Maximum a Posteriori Policy Optimisation (Abdolmaleki et al., 2018).
+
+Shapes: B batch, N action samples per state, A action size, O observation size.
+
+E-step. Sample N pre-squash actions u_bn ~ pi_targ(.|s_b) and score them with
+the target critic, Q_bn = Q_targ(s_b, tanh(u_bn)). The temperature eta
+minimises the convex dual
+
+    g(eta) = eta * epsilon + eta * mean_b log mean_n exp(Q_bn / eta),
+
+and the non-parametric improved policy weights the samples by
+w_bn = softmax_n(Q_bn / eta).
+
+M-step. Weighted maximum likelihood with decoupled KL constraints (one
+Lagrange multiplier per action dimension), fitting the mean with the target's
+standard deviation and the standard deviation with the target's mean:
+
+    L_pi = -mean_b sum_n w_bn [log N(u_bn; mu(s_b), sigma_targ(s_b))
+                               + log N(u_bn; mu_targ(s_b), sigma(s_b))]
+           + sum_d sg(alpha_mean_d) KL_mean_d + sg(alpha_std_d) KL_std_d
+    L_alpha = sum_d alpha_mean_d (eps_mean - sg(KL_mean_d)) + alpha_std_d (eps_std - sg(KL_std_d))
+
+where KL_mean_d, KL_std_d are batch means of the per-dimension KL between
+the target policy and the mean-only and std-only policies (`gaussian_kl`,
+written with standard deviations). alpha = softplus(raw parameter).
+
+Critic. One critic (not twin), trained by TD on y = r + gamma * d *
+mean_n Q_targ(s', tanh(u'_n)), u'_n ~ pi_targ(.|s'). Target actor and critic
+follow the online ones by Polyak averaging (tau) every update.
+
+Squashing. The policy is a Gaussian over pre-squash actions u; the agent
+acts with tanh(u), the critic always sees tanh(u), and the M-step fits the
+Gaussian to the sampled u (the tanh Jacobian does not depend on the policy).
+
+The temperature dual is solved by `Config.dual_solver`:
+- "scipy": scipy.optimize.minimize (SLSQP in log eta, eta >= 1e-6, the exact
+  gradient from one jitted JAX value-and-grad, warm-started from the previous eta), on
+  the host, reached from jitted code through `jax.pure_callback`;
+- "newton": an exact in-graph solve, safeguarded Newton on log eta;
+- "adam": one Adam step on log eta per update, as some libraries do.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import scipy.optimize
+from jax.typing import ArrayLike
+
+from jax_rl.algos import common
+from jax_rl.networks import Critic, GaussianPolicy, gaussian_log_prob, polyak_update, squash
+from jax_rl.transition import Transition
+
+DUAL_SOLVERS = ("scipy", "newton", "adam")
+MIN_TEMPERATURE = 1e-6
+MAX_TEMPERATURE = 1e6  # the in-graph solver's bracket; the dual's minimum lies far inside
+NEWTON_STEPS = 25
+
+
+class Config(flax.struct.PyTreeNode):
+    """MPO hyperparameters. Shapes, counts and the solver are static; the rest are traced."""
+
+    hidden_sizes: tuple[int, ...] = common.field(
+        (256, 256), "hidden layer sizes of the actor and of the critic", static=True
+    )
+    layer_init: str = common.field(
+        "lecun", "layer initialisation: pytorch (uniform +-1/sqrt(fan_in)) or lecun", static=True
+    )
+    num_samples: int = common.field(20, "N: actions sampled per state in the E-step", static=True)
+    dual_solver: str = common.field(
+        "scipy",
+        "temperature solver: scipy (SLSQP on the host), newton (in-graph) or adam",
+        static=True,
+    )
+    actor_lr: float = common.field(3e-4, "Adam learning rate of the actor")
+    critic_lr: float = common.field(3e-4, "Adam learning rate of the critic")
+    dual_lr: float = common.field(
+        1e-2, "Adam learning rate of the KL multipliers (and of eta for adam)"
+    )
+    discount: float = common.field(0.99, "gamma, the per-step discount of future rewards")
+    tau: float = common.field(0.005, "Polyak rate of the target actor and critic")
+    epsilon: float = common.field(0.1, "KL bound of the E-step (sets the temperature)")
+    epsilon_mean: float = common.field(2.5e-3, "KL bound on the policy mean, per action dimension")
+    epsilon_std: float = common.field(1e-6, "KL bound on the policy std, per action dimension")
+    init_temperature: float = common.field(1.0, "initial temperature eta")
+    init_alpha_mean: float = common.field(1.0, "initial multiplier of the mean KL constraint")
+    init_alpha_std: float = common.field(10.0, "initial multiplier of the std KL constraint")
+
+    def __post_init__(self) -> None:
+        common.check_hidden_sizes(self)
+        common.check_init(self)
+        common.check_fields(
+            self,
+            positive=(
+                "actor_lr",
+                "critic_lr",
+                "dual_lr",
+                "epsilon",
+                "epsilon_mean",
+                "epsilon_std",
+                "init_temperature",
+                "init_alpha_mean",
+                "init_alpha_std",
+            ),
+            unit_interval=("discount", "tau"),
+            positive_ints=("num_samples",),
+        )
+        if self.dual_solver not in DUAL_SOLVERS:
+            choices = ", ".join(DUAL_SOLVERS)
+            raise ValueError(f"MPO dual_solver must be one of {choices}, got {self.dual_solver!r}")
+
+
+class State(flax.struct.PyTreeNode):
+    actor_params: Any
+    critic_params: Any
+    target_actor_params: Any
+    target_critic_params: Any
+    actor_opt_state: optax.OptState
+    critic_opt_state: optax.OptState
+    temperature: jax.Array  # eta
+    temperature_opt_state: optax.OptState  # Adam on log eta, used by the "adam" solver
+    alpha_params: dict[str, jax.Array]  # {"mean": [A], "std": [A]}, alpha = softplus(.)
+    alpha_opt_state: optax.OptState
+    step: jax.Array
+    config: Config
+    action_size: int = flax.struct.field(pytree_node=False)
+
+
+# ---------------------------------------------------------------- duals and KL
+
+
+def gaussian_kl(mean_p: jax.Array, std_p: jax.Array, mean_q: jax.Array, std_q: jax.Array):
+    """KL(N(mean_p, std_p^2) || N(mean_q, std_q^2)) per dimension (no sum)."""
+    return jnp.log(std_q / std_p) + (std_p**2 + (mean_p - mean_q) ** 2) / (2.0 * std_q**2) - 0.5
+
+
+def temperature_dual(temperature: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """g(eta) = eta eps + eta mean_b log mean_n exp(Q_bn / eta); q [B, N] -> scalar."""
+    return q.max(axis=1).mean() + _centred_dual(temperature, q, epsilon)
+
+
+def _centred_dual(temperature: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """g(eta) - mean_b max_n Q_bn, the part that depends on eta.
+
+    With each row's maximum taken out the terms stay of the size of eta, so
+    their float32 derivative has no catastrophic cancellation and the solvers
+    agree to float32 precision whatever the scale of Q.
+    """
+    gap = q - q.max(axis=1, keepdims=True)  # <= 0
+    log_mean_exp = jax.nn.logsumexp(gap / temperature, axis=1) - math.log(q.shape[1])
+    return temperature * epsilon + temperature * log_mean_exp.mean()
+
+
+_dual_value_and_grad = jax.jit(jax.value_and_grad(_centred_dual))
+
+
+def _solve_on_host(q: np.ndarray, start: ArrayLike, epsilon: ArrayLike) -> np.ndarray:
+    """SLSQP on g(eta) over x = log eta >= log MIN_TEMPERATURE, with JAX's exact gradient.
+
+    The dual and its gradient come from one jitted JAX value-and-grad,
+    evaluated in float64 (SLSQP's stopping test compares function values, which
+    float32 would blur near the minimum). Log space keeps the problem well scaled
+    whatever the size of Q; the bound there is the same bound eta >= 1e-6.
+    """
+    with jax.enable_x64(True):
+        q64 = np.asarray(q, np.float64)
+        eps64 = np.float64(epsilon)
+
+        def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
+            eta = math.exp(float(x[0]))
+            value, grad = _dual_value_and_grad(np.float64(eta), q64, eps64)
+            return float(value), np.array([float(grad) * eta])
+
+        x0 = math.log(float(np.clip(start, MIN_TEMPERATURE, MAX_TEMPERATURE)))
+
+        result = scipy.optimize.minimize(
+            value_and_grad,
+            [x0],
+            jac=True,
+            method="SLSQP",
+            bounds=[(math.log(MIN_TEMPERATURE), math.log(MAX_TEMPERATURE))],
+            options={"ftol": 1e-14, "maxiter": 200},
+        )
+    return np.float32(math.exp(float(result.x[0])))
+
+
+def solve_temperature_scipy(q: jax.Array, start: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """argmin_eta g(eta) by scipy on the host; callable from jitted code."""
+    out = jax.ShapeDtypeStruct((), jnp.float32)
+    return jax.pure_callback(_solve_on_host, out, q, start, epsilon, vmap_method="sequential")
+
+
+def solve_temperature_newton(q: jax.Array, start: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """argmin_eta g(eta) in-graph: Newton on g'(e^x) = 0 in x = log eta, kept inside a
+    bisection bracket (g is convex, so g' increases and the root is unique)."""
+
+    def slope(x: jax.Array) -> jax.Array:
+        return jax.grad(_centred_dual)(jnp.exp(x), q, epsilon)
+
+    lo, hi = jnp.log(MIN_TEMPERATURE), jnp.log(MAX_TEMPERATURE)
+    x0 = jnp.clip(jnp.log(jnp.maximum(start, MIN_TEMPERATURE)), lo, hi)
+
+    def newton_step(_: int, carry: tuple) -> tuple:
+        x, lo, hi = carry
+        f, df = jax.value_and_grad(slope)(x)
+        lo = jnp.where(f < 0, x, lo)
+        hi = jnp.where(f >= 0, x, hi)
+        newton = x - f / df
+        inside = (newton > lo) & (newton < hi) & (df > 0) & jnp.isfinite(newton)
+        return jnp.where(inside, newton, 0.5 * (lo + hi)), lo, hi
+
+    x, _, _ = jax.lax.fori_loop(0, NEWTON_STEPS, newton_step, (x0, lo, hi))
+    # When the dual's minimum lies below the bound (all samples alike), the root
+    # search ends near the bound; compare values there, which float32 computes
+    # reliably even where the slope's terms cancel.
+    eta = jnp.exp(x)
+    at_bound = _centred_dual(MIN_TEMPERATURE, q, epsilon) <= _centred_dual(eta, q, epsilon)
+    return jnp.where(at_bound, MIN_TEMPERATURE, eta)
+
+
+# ---------------------------------------------------------------- losses
+
+
+def _networks(state: State) -> tuple[GaussianPolicy, Critic]:
+    cfg = state.config
+    policy = GaussianPolicy(cfg.hidden_sizes, state.action_size, layer_init=cfg.layer_init)
+    return policy, Critic(cfg.hidden_sizes, layer_init=cfg.layer_init)
+
+
+def sample_target_actions(
+    state: State, obs: jax.Array, key: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """u [N, B, A] from the target policy at obs [B, O], with its mean, std [B, A] and
+    the target critic's Q [B, N] of tanh(u)."""
+    actor, critic = _networks(state)
+    mean, log_std = actor.apply(state.target_actor_params, obs)
+    std = jnp.exp(log_std)
+    n = state.config.num_samples
+    u = mean[None] + std[None] * jax.random.normal(key, (n,) + mean.shape)
+    tiled_obs = jnp.broadcast_to(obs[None], (n,) + obs.shape)
+    q = critic.apply(state.target_critic_params, tiled_obs, squash(u))  # [N, B]
+    return u, mean, std, q.T
+
+
+def critic_loss(critic_params: Any, state: State, batch: Transition, target: jax.Array):
+    """0.5 mean_B (Q(s, a) - y)^2; target y [B] is a constant."""
+    _, critic = _networks(state)
+    q = critic.apply(critic_params, batch.obs, batch.action)
+    return 0.5 * ((q - target) ** 2).mean()
+
+
+def policy_loss(
+    actor_params: Any,
+    alpha: dict[str, jax.Array],
+    state: State,
+    obs: jax.Array,
+    u: jax.Array,
+    weights: jax.Array,
+    target_mean: jax.Array,
+    target_std: jax.Array,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Weighted MLE with decoupled KL penalties; u [N, B, A], weights [B, N].
+
+    Returns the loss and {"kl_mean", "kl_std"} [A] (batch means per dimension).
+    """
+    actor, _ = _networks(state)
+    mean, log_std = actor.apply(actor_params, obs)
+    std = jnp.exp(log_std)
+    log_target_std = jnp.log(target_std)
+    log_p_mean = gaussian_log_prob(u, mean[None], log_target_std[None])  # [N, B]
+    log_p_std = gaussian_log_prob(u, target_mean[None], log_std[None])
+    likelihood = -(weights.T * (log_p_mean + log_p_std)).sum(axis=0).mean()
+    kl_mean = gaussian_kl(target_mean, target_std, mean, target_std).mean(axis=0)  # [A]
+    kl_std = gaussian_kl(target_mean, target_std, target_mean, std).mean(axis=0)
+    penalty = (jax.lax.stop_gradient(alpha["mean"]) * kl_mean).sum() + (
+        jax.lax.stop_gradient(alpha["std"]) * kl_std
+    ).sum()
+    return likelihood + penalty, {"kl_mean": kl_mean, "kl_std": kl_std}
+
+
+def alpha_loss(alpha_params: dict[str, jax.Array], kl: dict[str, jax.Array], config: Config):
+    """sum_d alpha_d (eps - KL_d) for the mean and std constraints; kl is a constant."""
+    alpha = jax.tree_util.tree_map(jax.nn.softplus, alpha_params)
+    return (alpha["mean"] * (config.epsilon_mean - kl["kl_mean"])).sum() + (
+        alpha["std"] * (config.epsilon_std - kl["kl_std"])
+    ).sum()
+
+
+# ---------------------------------------------------------------- interface
+
+
+def _softplus_inverse(x: float) -> float:
+    return x + math.log(-math.expm1(-x))
+
+
+def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
+    actor = GaussianPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
+    critic = Critic(config.hidden_sizes, layer_init=config.layer_init)
+    actor_key, critic_key = jax.random.split(key)
+    obs = jnp.zeros((1, obs_size), jnp.float32)
+    actor_params = actor.init(actor_key, obs)
+    critic_params = critic.init(critic_key, obs, jnp.zeros((1, action_size), jnp.float32))
+    alpha_params = {
+        "mean": jnp.full((action_size,), _softplus_inverse(config.init_alpha_mean), jnp.float32),
+        "std": jnp.full((action_size,), _softplus_inverse(config.init_alpha_std), jnp.float32),
+    }
+    temperature = jnp.float32(config.init_temperature)
+    return State(
+        actor_params=actor_params,
+        critic_params=critic_params,
+        target_actor_params=common.copy(actor_params),
+        target_critic_params=common.copy(critic_params),
+        actor_opt_state=common.adam_init(actor_params),
+        critic_opt_state=common.adam_init(critic_params),
+        temperature=temperature,
+        temperature_opt_state=common.adam_init(jnp.log(temperature)),
+        alpha_params=alpha_params,
+        alpha_opt_state=common.adam_init(alpha_params),
+        step=jnp.int32(0),
+        config=common.as_traced(config),
+        action_size=action_size,
+    )
+
+
+def act(state: State, obs: jax.Array, key: jax.Array, deterministic: bool) -> jax.Array:
+    """obs [B, O] -> tanh(mean) if deterministic, else tanh of a Gaussian sample."""
+    actor, _ = _networks(state)
+    mean, log_std = actor.apply(state.actor_params, obs)
+    if deterministic:
+        return squash(mean)
+    return squash(mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape))
+
+
+def _new_temperature(state: State, q: jax.Array) -> tuple[jax.Array, optax.OptState]:
+    cfg = state.config
+    if cfg.dual_solver == "scipy":
+        return solve_temperature_scipy(
+            q, state.temperature, cfg.epsilon
+        ), state.temperature_opt_state
+    if cfg.dual_solver == "newton":
+        return solve_temperature_newton(
+            q, state.temperature, cfg.epsilon
+        ), state.temperature_opt_state
+    log_eta = jnp.log(state.temperature)
+    grad = jax.grad(lambda x: _centred_dual(jnp.exp(x), q, cfg.epsilon))(log_eta)
+    log_eta, opt_state = common.adam_step(log_eta, grad, state.temperature_opt_state, cfg.dual_lr)
+    return jnp.maximum(jnp.exp(log_eta), MIN_TEMPERATURE), opt_state
+
+
+def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
+    _, _, _, next_q = sample_target_actions(state, batch.next_obs, key)  # [B, N]
+    target = batch.reward + state.config.discount * batch.discount * next_q.mean(axis=1)
+    loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
+    params, opt_state = common.adam_step(
+        state.critic_params, grads, state.critic_opt_state, state.config.critic_lr
+    )
+    return state.replace(critic_params=params, critic_opt_state=opt_state), loss
+
+
+def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State, dict]:
+    """E-step (temperature, weights), then the M-step and the KL multipliers."""
+    u, target_mean, target_std, q = sample_target_actions(state, obs, key)
+    temperature, temperature_opt_state = _new_temperature(state, q)
+    weights = jax.lax.stop_gradient(jax.nn.softmax(q / temperature, axis=1))  # [B, N]
+    alpha = jax.tree_util.tree_map(jax.nn.softplus, state.alpha_params)
+    (loss, kl), grads = jax.value_and_grad(policy_loss, has_aux=True)(
+        state.actor_params, alpha, state, obs, u, weights, target_mean, target_std
+    )
+    actor_params, actor_opt_state = common.adam_step(
+        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr
+    )
+    dual_grads = jax.grad(alpha_loss)(state.alpha_params, kl, state.config)
+    alpha_params, alpha_opt_state = common.adam_step(
+        state.alpha_params, dual_grads, state.alpha_opt_state, state.config.dual_lr
+    )
+    metrics = {
+        "loss/policy": loss,
+        "dual/temperature": temperature,
+        "dual/alpha_mean": alpha["mean"].mean(),
+        "dual/alpha_std": alpha["std"].mean(),
+        "kl/mean": kl["kl_mean"].sum(),
+        "kl/std": kl["kl_std"].sum(),
+        "q/target_mean": q.mean(),
+    }
+    state = state.replace(
+        actor_params=actor_params,
+        actor_opt_state=actor_opt_state,
+        temperature=temperature,
+        temperature_opt_state=temperature_opt_state,
+        alpha_params=alpha_params,
+        alpha_opt_state=alpha_opt_state,
+    )
+    return state, metrics
+
+
+def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
+    """Critic by TD, then E-step and M-step of the policy, then Polyak targets."""
+    critic_key, policy_key = jax.random.split(key)
+    state, loss_critic = _update_critic(state, batch, critic_key)
+    state, metrics = _update_policy(state, batch.obs, policy_key)
+    tau = state.config.tau
+    state = state.replace(
+        target_actor_params=polyak_update(state.target_actor_params, state.actor_params, tau),
+        target_critic_params=polyak_update(state.target_critic_params, state.critic_params, tau),
+        step=state.step + 1,
+    )
+    return state, {"loss/critic": loss_critic, **metrics}

@@ -1,0 +1,190 @@
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from jax_rl.algos import mpo
+from jax_rl.transition import Transition
+
+from .hand_networks import ACTION_SIZE, OBS_SIZE, critic_params
+
+EPS = 0.1
+
+
+def q_matrices():
+    """Random Q [B, N] at several scales, including very peaked ones."""
+    key = jax.random.key(0)
+    out = []
+    for i, scale in enumerate([1e-2, 1.0, 30.0, 1e3]):
+        out.append(scale * jax.random.normal(jax.random.fold_in(key, i), (64, 20)))
+    peaked = jnp.zeros((64, 20)).at[:, 3].set(50.0)  # one sample far above the rest
+    out.append(peaked + 0.01 * jax.random.normal(key, (64, 20)))
+    return out
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_scipy_and_newton_agree_on_eta_and_the_dual(index):
+    q = q_matrices()[index]
+    eps = jnp.float32(EPS)
+    for start in (1.0, 100.0):
+        eta_scipy = mpo.solve_temperature_scipy(q, jnp.float32(start), eps)
+        eta_newton = mpo.solve_temperature_newton(q, jnp.float32(start), eps)
+        np.testing.assert_allclose(eta_newton, eta_scipy, rtol=1e-4)
+        g_scipy = mpo.temperature_dual(eta_scipy, q, eps)
+        g_newton = mpo.temperature_dual(eta_newton, q, eps)
+        np.testing.assert_allclose(g_newton, g_scipy, rtol=1e-4)
+    # It is the minimum: nudging eta either way does not lower the dual.
+    for factor in (0.99, 1.01):
+        assert float(mpo.temperature_dual(eta_newton * factor, q, eps)) >= float(
+            g_newton
+        ) - 1e-5 * abs(float(g_newton))
+
+
+def test_identical_samples_put_eta_at_its_bound():
+    q = jnp.ones((8, 20))
+    newton = mpo.solve_temperature_newton(q, jnp.float32(1.0), jnp.float32(EPS))
+    assert float(newton) == pytest.approx(mpo.MIN_TEMPERATURE, rel=1e-6)
+    assert float(
+        mpo.solve_temperature_scipy(q, jnp.float32(1.0), jnp.float32(EPS))
+    ) == pytest.approx(mpo.MIN_TEMPERATURE, abs=1e-5)
+
+
+def test_dual_gradient_matches_finite_differences():
+    q = np.asarray(q_matrices()[1], np.float64)
+
+    def g(eta):  # float64 reference of the same formula
+        z = q / eta
+        m = z.max(axis=1, keepdims=True)
+        lme = (m[:, 0] + np.log(np.exp(z - m).sum(axis=1))) - math.log(q.shape[1])
+        return eta * EPS + eta * lme.mean()
+
+    for eta in (0.3, 1.0, 5.0):
+        _, grad = mpo._dual_value_and_grad(
+            jnp.float32(eta), jnp.asarray(q, jnp.float32), jnp.float32(EPS)
+        )
+        h = 1e-5 * eta
+        numeric = (g(eta + h) - g(eta - h)) / (2 * h)
+        np.testing.assert_allclose(grad, numeric, rtol=1e-3)
+
+
+def numeric_kl(mp, sp, mq, sq):
+    p, q = stats.norm(mp, sp), stats.norm(mq, sq)
+    value, _ = integrate.quad(
+        lambda x: p.pdf(x) * (p.logpdf(x) - q.logpdf(x)), mp - 12 * sp, mp + 12 * sp
+    )
+    return value
+
+
+def test_kl_matches_closed_form_for_means_and_for_standard_deviations():
+    # Means only: (mu_p - mu_q)^2 / (2 sigma^2).
+    kl = mpo.gaussian_kl(jnp.array(0.3), jnp.array(0.5), jnp.array(-0.1), jnp.array(0.5))
+    np.testing.assert_allclose(kl, 0.4**2 / (2 * 0.25), rtol=1e-5)
+    np.testing.assert_allclose(kl, numeric_kl(0.3, 0.5, -0.1, 0.5), rtol=1e-4)
+    # Standard deviations only: log(s_q/s_p) + s_p^2 / (2 s_q^2) - 1/2, with stds, not variances.
+    kl = mpo.gaussian_kl(jnp.array(0.0), jnp.array(0.4), jnp.array(0.0), jnp.array(1.3))
+    np.testing.assert_allclose(kl, math.log(1.3 / 0.4) + 0.16 / (2 * 1.69) - 0.5, rtol=1e-5)
+    np.testing.assert_allclose(kl, numeric_kl(0.0, 0.4, 0.0, 1.3), rtol=1e-4)
+
+
+def hand_state(**config) -> mpo.State:
+    """Critics Q(s, a) = 3 (a + 2): higher actions are better."""
+    config = {"hidden_sizes": (1,), **config}
+    state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, mpo.Config(**config))
+    single = jax.tree_util.tree_map(
+        lambda x: x[0], critic_params([3.0], [0.0])["params"]["members"]
+    )
+    return state.replace(critic_params={"params": single}, target_critic_params={"params": single})
+
+
+def test_weighted_likelihood_moves_the_policy_toward_high_q_actions():
+    state = hand_state(epsilon_mean=1.0, actor_lr=1e-2)
+    obs = jax.random.normal(jax.random.key(1), (64, OBS_SIZE))
+    before = float(mpo.act(state, obs, jax.random.key(0), deterministic=True).mean())
+    step = jax.jit(mpo._update_policy)
+    for i in range(30):
+        state, metrics = step(state, obs, jax.random.key(i))
+    after = float(mpo.act(state, obs, jax.random.key(0), deterministic=True).mean())
+    assert after > before + 0.1, (before, after)
+
+
+def test_kl_multipliers_grow_when_the_constraint_is_violated():
+    alpha = {"mean": jnp.zeros(2), "std": jnp.zeros(2)}
+    config = mpo.Config()
+    kl = {"kl_mean": jnp.array([1.0, 0.0]), "kl_std": jnp.array([0.0, 1.0])}
+    grads = jax.grad(mpo.alpha_loss)(alpha, kl, config)
+    # Gradient descent raises alpha where KL > epsilon, lowers it where KL < epsilon.
+    assert float(grads["mean"][0]) < 0 < float(grads["mean"][1])
+    assert float(grads["std"][1]) < 0 < float(grads["std"][0])
+
+
+def batch() -> Transition:
+    key = jax.random.key(3)
+    return Transition(
+        obs=jax.random.normal(key, (32, OBS_SIZE)),
+        action=jax.random.uniform(key, (32, ACTION_SIZE), minval=-1, maxval=1),
+        reward=jnp.ones(32),
+        discount=jnp.ones(32),
+        next_obs=jax.random.normal(jax.random.fold_in(key, 1), (32, OBS_SIZE)),
+    )
+
+
+@pytest.mark.parametrize("solver", mpo.DUAL_SOLVERS)
+def test_update_compiles_once_and_runs_inside_scan(solver):
+    state = mpo.init(
+        jax.random.key(0),
+        OBS_SIZE,
+        ACTION_SIZE,
+        mpo.Config(hidden_sizes=(16,), num_samples=8, dual_solver=solver),
+    )
+    update = jax.jit(mpo.update)
+    state, metrics = update(state, batch(), jax.random.key(0))
+    compiled = update._cache_size()  # the cache is shared with other tests' configs
+    for i in range(1, 3):
+        state, metrics = update(state, batch(), jax.random.key(i))
+    assert update._cache_size() == compiled
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+
+    def body(state, key):
+        return mpo.update(state, batch(), key)
+
+    scanned, stacked = jax.jit(
+        lambda s: jax.lax.scan(body, s, jax.random.split(jax.random.key(9), 4))
+    )(state)
+    assert stacked["dual/temperature"].shape == (4,)
+    assert int(scanned.step) == 7
+
+
+def test_scipy_and_newton_updates_give_the_same_state():
+    config = dict(hidden_sizes=(16,), num_samples=8)
+    a = mpo.init(
+        jax.random.key(0), OBS_SIZE, ACTION_SIZE, mpo.Config(dual_solver="scipy", **config)
+    )
+    b = a.replace(config=a.config.replace(dual_solver="newton"))
+    a, ma = jax.jit(mpo.update)(a, batch(), jax.random.key(1))
+    b, mb = jax.jit(mpo.update)(b, batch(), jax.random.key(1))
+    np.testing.assert_allclose(ma["dual/temperature"], mb["dual/temperature"], rtol=1e-4)
+    np.testing.assert_allclose(ma["loss/policy"], mb["loss/policy"], rtol=1e-3)
+
+
+def test_acting_squashes_like_the_critic_sees():
+    state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, mpo.Config(hidden_sizes=(8,)))
+    obs = 10.0 * jax.random.normal(jax.random.key(1), (512, OBS_SIZE))
+    for deterministic in (True, False):
+        action = mpo.act(state, obs, jax.random.key(2), deterministic)
+        assert float(jnp.abs(action).max()) <= 1.0
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("dual_solver", "bfgs", "dual_solver must be one of scipy, newton, adam"),
+        ("epsilon", 0.0, "epsilon must be > 0"),
+        ("num_samples", 0, "num_samples must be a positive integer"),
+    ],
+)
+def test_config_rejects_bad_values(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        mpo.Config(**{field: value})
