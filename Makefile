@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-quick returns plot brax-returns brax-plot clean
+.PHONY: init test lint bench bench-peers bench-quick returns plot brax-returns brax-plot clean
 
 init: $(BIN)/activate-done
 
@@ -27,12 +27,26 @@ lint: init
 bench: init
 	$(BIN)/python -m jax_rl.benchmark
 
+# Optional: the same measurement for Stable-Baselines3 and SBX (not in CI). The peers
+# live in their own venv so that the locked one stays as CI installs it.
+PEERS_VENV := .venv-peers
+bench-peers: $(PEERS_VENV)/bin/peers-done
+	$(PEERS_VENV)/bin/python -m jax_rl.bench_peers
+
+$(PEERS_VENV)/bin/peers-done: requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install --quiet -r requirements.lock
+	$(PEERS_VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e .
+	$(PEERS_VENV)/bin/pip install --quiet -c requirements.lock -e ".[peers]"
+	touch $@
+
 bench-quick: init
 	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick
 
 # The closing figures of the foundation issue: 3 seeds x TD3, SAC on cartpole-swingup, 100k steps.
 returns: init
 	for seed in 0 1 2; do for policy in TD3 SAC; do \
+	  rm -rf docs/results/cartpole_swingup/$$policy-seed$$seed; \
 	  $(BIN)/python jax_rl/main_dm_control.py --policy $$policy --seed $$seed \
 	    --max_timesteps 100000 --no_progress \
 	    --save_dir docs/results/cartpole_swingup/$$policy-seed$$seed || exit 1; \
@@ -46,6 +60,7 @@ plot: init
 # The device pipeline's default run (halfcheetah, positional backend), 3 seeds x TD3, SAC.
 brax-returns: init
 	for seed in 0 1 2; do for policy in TD3 SAC; do \
+	  rm -rf docs/results/brax_halfcheetah/$$policy-seed$$seed; \
 	  $(BIN)/python jax_rl/main_brax.py --policy $$policy --seed $$seed --no_progress \
 	    --save_dir docs/results/brax_halfcheetah/$$policy-seed$$seed || exit 1; \
 	done; done
@@ -56,4 +71,4 @@ brax-plot: init
 	  --title "Brax halfcheetah (positional), device pipeline"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,14 +9,21 @@ line and exits with code 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from jax_rl import algos
 from jax_rl.algos import common
 
 EXIT_USAGE = 2
+EXIT_NON_FINITE = 3
+DEFAULT_CHECKPOINT_EVERY = 10_000
+T = TypeVar("T")
 
 
 def fail(message: str) -> NoReturn:
@@ -80,6 +87,135 @@ def add_run_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
     )
     add("--save_dir", default=None, help="output folder (default: runs/<run name>)")
     add("--no_progress", action="store_true", help="hide the progress bar")
+    add(
+        "--checkpoint_every",
+        type=int,
+        default=DEFAULT_CHECKPOINT_EVERY,
+        help="environment steps between full checkpoints (also written at the end and on "
+        "SIGINT/SIGTERM); a stopped run loses at most this much work",
+    )
+    add(
+        "--resume",
+        metavar="DIR",
+        default=None,
+        help="continue the run saved in DIR from its newest checkpoint; give the run's "
+        "flags again (only --max_timesteps may change)",
+    )
+    add(
+        "--no_checkpoint_replay",
+        action="store_true",
+        help="leave the replay buffer out of checkpoints (smaller files; a resumed run "
+        "then refills the buffer, so its data differ from an uninterrupted run)",
+    )
+
+
+# Settings a resumed run may change; every other flag must match the checkpoint.
+MAY_DIFFER_ON_RESUME = frozenset(
+    {
+        "max_timesteps",
+        "save_dir",
+        "no_progress",
+        "checkpoint_every",
+        "resume",
+        "no_checkpoint_replay",
+    }
+)
+
+
+def run_identity(args: argparse.Namespace, loop_config: Any, algo_config: Any, **env: Any) -> dict:
+    """The settings that define a run (flag name -> value), stored in its checkpoints."""
+    identity: dict[str, Any] = {"policy": args.policy, **env}
+    identity.update(dataclasses.asdict(loop_config))
+    identity["replay_capacity"] = loop_config.capacity
+    identity.update({f.name: getattr(algo_config, f.name) for f in dataclasses.fields(algo_config)})
+    return identity
+
+
+def save_dir_of(args: argparse.Namespace, run_name: str) -> Path:
+    """--resume DIR, else --save_dir, else runs/<run_name>; refuses two different folders."""
+    if args.resume is not None:
+        if (
+            args.save_dir is not None
+            and Path(args.save_dir).resolve() != Path(args.resume).resolve()
+        ):
+            fail(f"--resume {args.resume} continues that run in its own folder; drop --save_dir")
+        if not Path(args.resume).is_dir():
+            fail(f"--resume {args.resume}: no such directory")
+        return Path(args.resume)
+    save_dir = Path(args.save_dir) if args.save_dir else Path("runs") / run_name
+    if save_dir.exists() and not save_dir.is_dir():
+        fail(f"--save_dir {save_dir} is a file, not a folder")
+    return save_dir
+
+
+def run_control(args: argparse.Namespace, save_dir: Path, identity: dict[str, Any]) -> Any:
+    """The loops' RunControl for these flags, after checking any checkpoint in `save_dir`.
+
+    Refuses (exit 2): resuming without a readable checkpoint or with other
+    settings; starting afresh over a folder that holds a run's checkpoints.
+    """
+    from jax_rl.checkpoint import Checkpointer, CheckpointError, check_same_run
+    from jax_rl.loops.common import RunControl
+
+    checkpointer = Checkpointer(save_dir / "checkpoints")
+    try:
+        control = RunControl(
+            checkpointer,
+            every=args.checkpoint_every,
+            keep_replay=not args.no_checkpoint_replay,
+            resume=args.resume is not None,
+            identity=identity,
+            may_differ=MAY_DIFFER_ON_RESUME,
+            kill_at=_kill_at_step(),
+        )
+        latest = checkpointer.latest_step()
+        if control.resume:
+            if latest is None:
+                fail(f"--resume {args.resume}: no complete checkpoint in {checkpointer.directory}")
+            meta = checkpointer.read_meta()
+            check_same_run(meta.get("identity", {}), identity, set(MAY_DIFFER_ON_RESUME))
+        elif latest is not None:
+            fail(
+                f"{save_dir} holds the checkpoints of an earlier run (step {latest}); pass "
+                f"--resume {save_dir} to continue it, or choose another --save_dir"
+            )
+    except (ValueError, CheckpointError) as e:
+        fail(str(e))
+    return control
+
+
+def _kill_at_step() -> int | None:
+    """The JAX_RL_KILL_AT_STEP fault injection of the kill-and-resume tests, if set."""
+    value = os.environ.get("JAX_RL_KILL_AT_STEP")
+    if not value:
+        return None
+    if not value.isdigit():
+        fail(f"JAX_RL_KILL_AT_STEP must be a step number, got {value!r}")
+    return int(value)
+
+
+def guarded(train: Callable[[], T]) -> T:
+    """Run `train`, turning the loops' stops into a message and an exit code.
+
+    SIGINT/SIGTERM: exit 128 + signal number after the checkpoint is written;
+    a non-finite loss or parameter: exit 3; an unusable checkpoint: exit 2.
+    """
+    from jax_rl.checkpoint import CheckpointError
+    from jax_rl.loops.common import Interrupted, NonFiniteError
+
+    try:
+        return train()
+    except Interrupted as e:
+        print(
+            f"stopped by {e}; continue with the same command and --resume {e.directory.parent}",
+            file=sys.stderr,
+        )
+        raise SystemExit(128 + e.signum) from None
+    except NonFiniteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(EXIT_NON_FINITE) from None
+    except CheckpointError as e:
+        fail(str(e))
 
 
 def build_loop_config(config_class: type, args: argparse.Namespace, **extra: Any) -> Any:

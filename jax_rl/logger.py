@@ -20,6 +20,23 @@ class CSVLog:
         self.path = path
         self._fields: list[str] | None = None
 
+    def truncate_after(self, step: int) -> list[dict[str, str]]:
+        """Drop rows written after `step` (work a resumed run redoes); return the rest."""
+        if not self.path.exists():
+            return []
+        with self.path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            fields = reader.fieldnames
+            rows = [r for r in reader if int(r["step"]) <= step]
+        if fields is None:
+            return []
+        with self.path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        self._fields = list(fields)
+        return rows
+
     def write(self, row: Mapping[str, Any]) -> None:
         new_file = self._fields is None
         if self._fields is None:
@@ -65,12 +82,28 @@ class RunLogger:
     def wall_time(self) -> float:
         return time.perf_counter() - self._start
 
+    def resume(self, step: int, wall_time: float) -> list[dict[str, float]]:
+        """Continue the logs of a run resumed at `step`, whose clock then read `wall_time`.
+
+        Rows written after the checkpoint are dropped (the resumed run writes
+        them again); returns the evaluation rows kept.
+        """
+        self._start = time.perf_counter() - wall_time
+        self.train.truncate_after(step)
+        kept = self.evaluations.truncate_after(step)
+        self.advance_to(step)
+        return [{k: int(v) if k == "step" else float(v) for k, v in row.items()} for row in kept]
+
     def write_config(self, config: Mapping[str, Any]) -> None:
         with (self.save_dir / "config.json").open("w") as f:
             json.dump(config, f, indent=2, default=str)
 
     def advance(self, steps: int) -> None:
         self._bar.update(steps)
+
+    def advance_to(self, step: int) -> None:
+        """Move the progress bar to `step` steps done."""
+        self._bar.update(step - self._bar.n)
 
     def log_evaluation(self, step: int, returns: list[float]) -> dict[str, float]:
         mean = sum(returns) / len(returns)

@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         cli.fail(str(e))
 
     name = f"brax-{args.policy}-{args.env}-seed{args.seed}"
-    save_dir = Path(args.save_dir) if args.save_dir else Path("runs") / name
+    save_dir = cli.save_dir_of(args, name)
+    identity = cli.run_identity(args, loop_config, algo_config, env=args.env, backend=args.backend)
+    control = cli.run_control(args, save_dir, identity)
     total = loop_config.total_steps
     logger = RunLogger(save_dir, total, progress=not args.no_progress)
     logger.write_config(
@@ -111,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         f"writing to {save_dir}"
     )
     try:
-        result = device.train(algo, algo_config, env, loop_config, logger)
+        result = cli.guarded(
+            lambda: device.train(algo, algo_config, env, loop_config, logger, control)
+        )
         random_returns = jax.device_get(
             result.pipeline.evaluate(
                 result.carry.agent, jax.random.key(loop_config.seed + 1), jax.numpy.bool_(True)

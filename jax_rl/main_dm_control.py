@@ -59,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         cli.fail(str(e))
 
     name = f"{args.policy}-{args.domain_name}-{args.task_name}-seed{args.seed}"
-    save_dir = Path(args.save_dir) if args.save_dir else Path("runs") / name
+    save_dir = cli.save_dir_of(args, name)
+    identity = cli.run_identity(
+        args, loop_config, algo_config, domain_name=args.domain_name, task_name=args.task_name
+    )
+    control = cli.run_control(args, save_dir, identity)
     logger = RunLogger(save_dir, loop_config.max_timesteps, progress=not args.no_progress)
     logger.write_config(
         {
@@ -72,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     logger.message(f"training {name}; writing to {save_dir}")
     try:
-        result = host.train(algo, algo_config, env, eval_env, loop_config, logger)
+        result = cli.guarded(
+            lambda: host.train(algo, algo_config, env, eval_env, loop_config, logger, control)
+        )
     finally:
         logger.close()
     final = result.evaluations[-1]

@@ -2,8 +2,11 @@
 
 import csv
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,37 +16,55 @@ SCRIPT = ROOT / "jax_rl" / "main_dm_control.py"
 BRAX_SCRIPT = ROOT / "jax_rl" / "main_brax.py"
 
 
-def run(*args: str, cwd: Path = ROOT, script: Path = SCRIPT) -> subprocess.CompletedProcess:
+POLICIES = ["TD3", "SAC", "MPO"]
+# The runs of a kill-and-resume test compile the same programs three times; JAX's
+# persistent cache lets the later processes load them instead (results are identical).
+COMPILATION_CACHE = tempfile.mkdtemp(prefix="jax_rl-test-cache-")
+
+
+def run(
+    *args: str, cwd: Path = ROOT, script: Path = SCRIPT, env: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=600
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "JAX_COMPILATION_CACHE_DIR": COMPILATION_CACHE, **(env or {})},
     )
 
 
-@pytest.mark.parametrize("policy", ["TD3", "SAC", "MPO"])
-def test_dm_control_entry_point_runs_end_to_end(policy, tmp_path):
-    out = tmp_path / "run"
-    result = run(
-        "--policy",
-        policy,
-        "--max_timesteps",
-        "300",
-        "--start_timesteps",
-        "100",
-        "--batch_size",
-        "32",
-        "--hidden_sizes",
-        "32,32",
-        "--eval_freq",
-        "150",
-        "--eval_episodes",
-        "1",
-        "--log_freq",
-        "100",
-        "--save_dir",
-        str(out),
-        "--no_progress",
-        cwd=tmp_path,
-    )
+DM_FLAGS = (
+    "--max_timesteps", "300", "--start_timesteps", "100", "--batch_size", "32",
+    "--hidden_sizes", "32,32", "--eval_freq", "150", "--eval_episodes", "1",
+    "--log_freq", "100", "--no_progress",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dm_runs(tmp_path_factory):
+    """policy -> (completed process, save_dir) of one short uninterrupted run each."""
+    runs: dict = {}
+
+    def get(policy: str):
+        if policy not in runs:
+            out = tmp_path_factory.mktemp(f"dm-{policy}") / "run"
+            result = run(*DM_FLAGS, "--policy", policy, "--save_dir", str(out), cwd=out.parent)
+            runs[policy] = (result, out)
+        return runs[policy]
+
+    return get
+
+
+def _evaluations(out: Path) -> list[tuple[str, str, str]]:
+    with (out / "evaluations.csv").open() as f:
+        return [(r["step"], r["return_mean"], r["return_std"]) for r in csv.DictReader(f)]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
+    result, out = dm_runs(policy)
     assert result.returncode == 0, result.stderr
     assert "final eval return" in result.stdout
     with (out / "evaluations.csv").open() as f:
@@ -75,6 +96,7 @@ def test_dm_control_entry_point_runs_end_to_end(policy, tmp_path):
         (["--start_timesteps", "10"], "must be at least batch_size"),
         (["--hidden_sizes", "256,x"], "expected comma-separated integers"),
         (["--seed", "abc"], "invalid int value"),
+        (["--seed", "-1"], "seed must be an integer in [0, 2147483648)"),
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
     ],
 )
@@ -86,40 +108,35 @@ def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     assert not (tmp_path / "never").exists()
 
 
-@pytest.mark.parametrize("policy", ["TD3", "SAC", "MPO"])
-def test_brax_entry_point_runs_end_to_end(policy, tmp_path):
-    out = tmp_path / "run"
-    result = run(
-        "--policy",
-        policy,
-        "--env",
-        "inverted_pendulum",
-        "--max_timesteps",
-        "512",
-        "--num_envs",
-        "8",
-        "--updates_per_step",
-        "2",
-        "--start_timesteps",
-        "128",
-        "--batch_size",
-        "32",
-        "--hidden_sizes",
-        "16",
-        "--eval_freq",
-        "256",
-        "--eval_episodes",
-        "2",
-        "--log_freq",
-        "128",
-        "--episode_length",
-        "20",
-        "--save_dir",
-        str(out),
-        "--no_progress",
-        cwd=tmp_path,
-        script=BRAX_SCRIPT,
-    )
+BRAX_FLAGS = (
+    "--env", "inverted_pendulum", "--max_timesteps", "512", "--num_envs", "8",
+    "--updates_per_step", "2", "--start_timesteps", "128", "--batch_size", "32",
+    "--hidden_sizes", "16", "--eval_freq", "256", "--eval_episodes", "2",
+    "--log_freq", "128", "--episode_length", "20", "--no_progress",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def brax_runs(tmp_path_factory):
+    """policy -> (completed process, save_dir) of one short uninterrupted Brax run each."""
+    runs: dict = {}
+
+    def get(policy: str):
+        if policy not in runs:
+            out = tmp_path_factory.mktemp(f"brax-{policy}") / "run"
+            result = run(
+                *BRAX_FLAGS, "--policy", policy, "--save_dir", str(out), cwd=out.parent,
+                script=BRAX_SCRIPT,
+            )  # fmt: skip
+            runs[policy] = (result, out)
+        return runs[policy]
+
+    return get
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_brax_entry_point_runs_end_to_end(policy, brax_runs):
+    result, out = brax_runs(policy)
     assert result.returncode == 0, result.stderr
     assert "uniform random policy" in result.stdout
     with (out / "evaluations.csv").open() as f:
@@ -150,3 +167,105 @@ def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "never").exists()
+
+
+# --- kill -9 and resume, through the entry points --------------------------------------------
+
+
+# Every learner on the host loop; on the Brax pipeline, whose checkpoint is the whole
+# carry whatever the learner, SAC only (each Brax process compiles for ~15 s on 2 cores).
+@pytest.mark.parametrize(
+    "loop, policy",
+    [("dm_control", "TD3"), ("dm_control", "SAC"), ("dm_control", "MPO"), ("brax", "SAC")],
+)
+def test_run_killed_by_sigkill_and_resumed_ends_as_the_uninterrupted_one(
+    loop, policy, dm_runs, brax_runs, tmp_path
+):
+    flags, script, runs, every = {
+        "dm_control": (DM_FLAGS, SCRIPT, dm_runs, 100),
+        "brax": (BRAX_FLAGS, BRAX_SCRIPT, brax_runs, 128),
+    }[loop]
+    reference_result, reference = runs(policy)
+    assert reference_result.returncode == 0, reference_result.stderr
+    out = tmp_path / "run"
+    args = (*flags, "--policy", policy, "--checkpoint_every", str(every))
+    # SIGKILL straight after the checkpoint of the second interval: no handler runs.
+    killed = run(
+        *args, "--save_dir", str(out), script=script, env={"JAX_RL_KILL_AT_STEP": str(2 * every)}
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert not (out / "agent.msgpack").exists()
+    resumed = run(*args, "--resume", str(out), script=script)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed from the checkpoint at step {2 * every}" in resumed.stderr
+    assert (out / "agent.msgpack").read_bytes() == (reference / "agent.msgpack").read_bytes()
+    assert _evaluations(out) == _evaluations(reference)
+
+
+def test_non_finite_loss_exits_3_naming_the_step_and_keeps_the_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    result = run(
+        *DM_FLAGS, "--actor_lr", "1e30", "--critic_lr", "1e30", "--checkpoint_every", "50",
+        "--save_dir", str(out),
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "error: non-finite" in result.stderr and "at step" in result.stderr
+    assert "the last good checkpoint (step" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_resume_refusals_exit_2_with_one_clear_line(dm_runs, tmp_path):
+    _, sac_run = dm_runs("SAC")  # holds its final checkpoint
+    cases = [
+        (
+            ["--policy", "TD3", "--resume", str(sac_run)],
+            "policy: checkpoint has 'SAC', this run 'TD3'",
+        ),
+        (["--policy", "SAC", "--batch_size", "64", "--resume", str(sac_run)], "batch_size"),
+        (
+            ["--policy", "SAC", "--save_dir", str(sac_run)],
+            "holds the checkpoints of an earlier run",
+        ),
+        (["--resume", str(tmp_path / "missing")], "no such directory"),
+        (["--resume", str(tmp_path)], "no complete checkpoint"),
+        (["--checkpoint_every", "0"], "checkpoint_every must be a positive integer"),
+        (["--save_dir", str(ROOT / "README.md")], "is a file, not a folder"),
+    ]
+    for args, message in cases:
+        result = run(*DM_FLAGS, *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr, args
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(sac_run, corrupt)
+    for path in corrupt.glob("checkpoints/*/meta/*"):
+        path.write_text("{ not json")
+    result = run(*DM_FLAGS, "--policy", "SAC", "--resume", str(corrupt))
+    assert result.returncode == 2, result.stderr
+    assert "cannot be read" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sigterm_writes_a_checkpoint_and_exits_143(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    flags = [*DM_FLAGS, "--max_timesteps", "100000", "--save_dir", str(out)]
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), *flags], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "train.csv").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 143, stderr
+    assert "stopped by SIGTERM at step" in stderr and f"--resume {out}" in stderr
+    step = int(stderr.split("SIGTERM at step ")[1].split(":")[0])
+    assert 100 <= step < 100_000
+    checkpoints = sorted(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
+    assert checkpoints[-1] == step

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -36,3 +36,28 @@ class HostEnv(Protocol):
     def reset(self) -> np.ndarray: ...
 
     def step(self, action: np.ndarray) -> HostStep: ...
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything needed to continue exactly from here, as JSON-compatible values."""
+        ...
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue from a state `get_state` returned (possibly in another process)."""
+        ...
+
+
+def random_state_to_json(rng: Any) -> Any:
+    """A NumPy `RandomState` or `Generator` state as JSON-compatible values."""
+    if hasattr(rng, "bit_generator"):
+        return rng.bit_generator.state  # nested dicts of ints (Python ints are exact in JSON)
+    name, keys, pos, has_gauss, cached = rng.get_state()
+    return [name, [int(k) for k in keys], int(pos), int(has_gauss), float(cached)]
+
+
+def random_state_from_json(rng: Any, state: Any) -> None:
+    """Set `rng` (RandomState or Generator) to a state `random_state_to_json` returned."""
+    if hasattr(rng, "bit_generator"):
+        rng.bit_generator.state = state
+    else:
+        name, keys, pos, has_gauss, cached = state
+        rng.set_state((name, np.asarray(keys, np.uint32), pos, has_gauss, cached))

@@ -1,5 +1,11 @@
 """dm_control suite tasks as `HostEnv`s: flat float32 observations, actions in [-1, 1].
 
+The state a checkpoint keeps (`get_state`) is MuJoCo's full integration state
+(time, positions, velocities, actuator activations, controls, the solver's
+warm start), the episode's step count and the task's random state. That
+continues the suite's tasks exactly; a task that keeps other Python-side
+state of its own would not be restored by it.
+
 dm_control observations are dicts of float64 arrays; they are flattened in the
 order of the observation spec and cast to float32 (DESIGN.md pitfall 6).
 Episodes end by time limit with discount 1 (pitfall 2); the adapter passes
@@ -9,15 +15,22 @@ dm_control's own discount through, so a task with true terminals reports 0.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
-from jax_rl.envs import HostStep, UnknownEnvironmentError
+from jax_rl.envs import (
+    HostStep,
+    UnknownEnvironmentError,
+    random_state_from_json,
+    random_state_to_json,
+)
 
 # Training renders nothing; without this dm_control probes for a display and
 # warns on headless machines. A user who wants rendering sets MUJOCO_GL first.
 os.environ.setdefault("MUJOCO_GL", "disable")
 
+import mujoco  # noqa: E402
 from dm_control import suite  # noqa: E402
 
 
@@ -68,3 +81,28 @@ class DMControlEnv:
             discount=float(ts.discount),
             last=ts.last(),
         )
+
+    def get_state(self) -> dict[str, Any]:
+        physics = self._env.physics
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        state = np.empty(mujoco.mj_stateSize(physics.model.ptr, spec), np.float64)
+        mujoco.mj_getState(physics.model.ptr, physics.data.ptr, state, spec)
+        return {
+            "physics": state.tolist(),  # float64 values; Python's JSON floats are exact
+            "step_count": int(self._env._step_count),
+            "reset_next_step": bool(self._env._reset_next_step),
+            "task_random": random_state_to_json(self._env.task.random),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        physics = self._env.physics
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        values = np.asarray(state["physics"], np.float64)
+        if values.shape != (mujoco.mj_stateSize(physics.model.ptr, spec),):
+            raise ValueError(f"the saved physics state does not fit {self.name}")
+        mujoco.mj_setState(physics.model.ptr, physics.data.ptr, values, spec)
+        # Recompute what the next step reads from positions and velocities.
+        physics.forward()
+        self._env._step_count = state["step_count"]
+        self._env._reset_next_step = state["reset_next_step"]
+        random_state_from_json(self._env.task.random, state["task_random"])

@@ -6,9 +6,11 @@ broken loop shows up in seconds instead of after an hour of MuJoCo.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from jax_rl.envs import HostStep
+from jax_rl.envs import HostStep, random_state_from_json, random_state_to_json
 
 
 class ContextualBandit:
@@ -42,6 +44,13 @@ class ContextualBandit:
         next_obs = self._draw()  # never used for bootstrapping: discount is 0
         return HostStep(next_obs=next_obs, reward=-float(error @ error), discount=0.0, last=True)
 
+    def get_state(self) -> dict[str, Any]:
+        return {"rng": random_state_to_json(self._rng), "obs": self._obs.tolist()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        random_state_from_json(self._rng, state["rng"])
+        self._obs = np.asarray(state["obs"], np.float32)
+
 
 class Countdown:
     """Episodes of exactly `time_limit` steps that end by time limit, not by termination.
@@ -71,3 +80,9 @@ class Countdown:
     def step(self, action: np.ndarray) -> HostStep:
         self._left -= 1
         return HostStep(next_obs=self._obs(), reward=1.0, discount=1.0, last=self._left == 0)
+
+    def get_state(self) -> dict[str, Any]:
+        return {"episode": self._episode, "left": self._left}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._episode, self._left = state["episode"], state["left"]

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
+import signal
+import threading
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
 
+from jax_rl.checkpoint import Checkpointer
 from jax_rl.transition import Transition
 
 MAX_DEFAULT_REPLAY = 1_000_000
+MAX_SEED = 2**31  # NumPy and dm_control seeds are 32-bit; evaluation uses seed + 10,000
 
 
 def check_positive_ints(config: Any, names: tuple[str, ...]) -> None:
@@ -28,7 +36,9 @@ def replay_capacity(max_timesteps: int, replay_size: int | None) -> int:
 
 
 def check_collection(config: Any) -> None:
-    """Checks of max_timesteps, start_timesteps, batch_size and replay_size together."""
+    """Checks of seed, max_timesteps, start_timesteps, batch_size and replay_size together."""
+    if not isinstance(config.seed, int) or not 0 <= config.seed < MAX_SEED:
+        raise ValueError(f"seed must be an integer in [0, {MAX_SEED}), got {config.seed!r}")
     if config.replay_size is not None and (
         not isinstance(config.replay_size, int) or config.replay_size <= 0
     ):
@@ -74,3 +84,97 @@ def pull_metrics(carry: CarryT) -> tuple[CarryT, dict[str, float]]:
     means = {k: float(v) / max(int(count), 1) for k, v in sums.items()}
     zeroed = jax.tree_util.tree_map(jnp.zeros_like, carry.metric_sums)
     return carry.replace(metric_sums=zeroed, num_updates=jnp.zeros_like(carry.num_updates)), means
+
+
+# --- Checkpoints, signals and the non-finite guard, shared by both loops -----------------
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM stopped the run after a checkpoint was written."""
+
+    def __init__(self, signum: int, step: int, directory: Path) -> None:
+        self.signum, self.step, self.directory = signum, step, directory
+        name = signal.Signals(signum).name
+        super().__init__(f"{name} at step {step}: checkpoint saved in {directory}")
+
+
+class NonFiniteError(Exception):
+    """A loss or parameter went NaN or infinite; the last good checkpoint is kept."""
+
+    def __init__(self, step: int, what: str, last_checkpoint: int | None) -> None:
+        self.step, self.what, self.last_checkpoint = step, what, last_checkpoint
+        kept = (
+            f"the last good checkpoint (step {last_checkpoint}) is intact"
+            if last_checkpoint is not None
+            else "no checkpoint had been written yet"
+        )
+        super().__init__(f"non-finite {what} at step {step}; stopped, {kept}")
+
+
+@dataclasses.dataclass
+class RunControl:
+    """How a loop checkpoints and resumes. Without one, a loop writes no checkpoint.
+
+    `identity` names the run's settings (flag -> value); resuming refuses a
+    checkpoint whose identity differs other than in `may_differ`.
+    """
+
+    checkpointer: Checkpointer
+    every: int = 10_000
+    """environment steps between checkpoints (one is also written at the end and on a signal)"""
+    keep_replay: bool = True
+    """store the replay buffer; without it a resumed run refills the buffer first"""
+    resume: bool = False
+    identity: dict[str, Any] = dataclasses.field(default_factory=dict)
+    may_differ: frozenset[str] = frozenset({"max_timesteps"})
+    kill_at: int | None = None
+    """fault injection for tests: SIGKILL this process right after step `kill_at`'s checkpoint
+    work (set by the CLIs from the JAX_RL_KILL_AT_STEP environment variable)"""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.every, int) or self.every <= 0:
+            raise ValueError(f"checkpoint_every must be a positive integer, got {self.every!r}")
+
+    def after_step(self, step: int) -> None:
+        if self.kill_at is not None and step >= self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class StopSignals:
+    """Context manager: SIGINT/SIGTERM set `received` instead of killing the run.
+
+    The loop checks `received` between steps, writes a checkpoint and stops.
+    A second signal of the same kind stops at once (the default behaviour).
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.received is not None:
+            signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))
+            signal.raise_signal(signum)
+            return
+        self.received = signum
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def check_finite(
+    step: int, metrics: dict[str, float], params_finite: bool, last: int | None
+) -> None:
+    """Raise NonFiniteError naming the first non-finite metric (or the parameters)."""
+    for name, value in metrics.items():
+        if name != "episode_return" and not math.isfinite(value):
+            raise NonFiniteError(step, name, last)
+    if not params_finite:
+        raise NonFiniteError(step, "parameter", last)

@@ -13,6 +13,10 @@ Metrics are summed on the device and read once per chunk. The first
 prefill) inside the same program, and evaluation of the deterministic policy
 is a jitted rollout on separate environments.
 
+With a `RunControl` the host saves the whole carry (learner, replay buffer,
+Brax environment states, keys, counters) and its own evaluation key at chunk
+boundaries; a resumed run continues bit for bit as the uninterrupted one.
+
 Counting: an environment step is one step of one environment, so an iteration
 adds N environment steps and k updates; the replay ratio is
 k * batch_size / N sampled transitions per collected one.
@@ -20,7 +24,9 @@ k * batch_size / N sampled transitions per collected one.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -33,10 +39,16 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl import replay as replay_lib
+from jax_rl.checkpoint import all_finite, check_same_run
 from jax_rl.envs.brax import BraxEnv, EnvState
 from jax_rl.logger import RunLogger
 from jax_rl.loops.common import (
+    Interrupted,
+    NonFiniteError,
+    RunControl,
+    StopSignals,
     check_collection,
+    check_finite,
     check_positive_ints,
     replay_capacity,
     zero_metrics,
@@ -225,24 +237,31 @@ def rollout_returns(
     return returns
 
 
+@functools.lru_cache(maxsize=8)
 def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> Pipeline:
     """Build and jit the training chunk and the evaluation rollout.
 
-    The warm-up is part of the chunk: while fewer than `start_timesteps`
-    environment steps have been taken the actions are uniform random, and
-    updates start once the buffer holds `start_timesteps` transitions. One
-    program thus serves the whole run (Brax physics is slow to compile).
+    Cached per (learner, environment object, loop config): training again in
+    the same process (a resumed run, a new seed, new learning rates, which
+    are traced values) reuses the compiled programs.
+
+    The warm-up is part of the chunk: while the buffer holds fewer than
+    `start_timesteps` transitions the actions are uniform random, and updates
+    start once it holds that many (a run resumed without its buffer thus
+    refills it first). One program serves the whole run (Brax physics is slow
+    to compile).
     """
     k, batch_size = config.updates_per_step, config.batch_size
+    prefill = min(config.start_timesteps, config.capacity)
 
     def train_iteration(carry: Carry, _: None) -> tuple[Carry, None]:
         key, act_key, uniform_key, update_key = jax.random.split(carry.key, 4)
         explore = algo.act(carry.agent, carry.env.obs, act_key, deterministic=False)
         uniform = jax.random.uniform(uniform_key, explore.shape, minval=-1.0, maxval=1.0)
-        action = jnp.where(carry.env_steps < config.start_timesteps, uniform, explore)
+        action = jnp.where(carry.replay.size < prefill, uniform, explore)
         carry = _collect(carry.replace(key=key), env, action)
         carry = jax.lax.cond(
-            carry.env_steps >= config.start_timesteps,
+            carry.replay.size >= prefill,
             lambda c: _update_k_times(algo, c, update_key, k, batch_size),
             lambda c: c,
             carry,
@@ -311,11 +330,18 @@ def train(
     env: BraxEnv,
     config: DeviceLoopConfig,
     logger: RunLogger,
+    control: RunControl | None = None,
 ) -> TrainResult:
-    """Train `algo` on N Brax environments; evaluate every `eval_freq` environment steps."""
+    """Train `algo` on N Brax environments; evaluate every `eval_freq` environment steps.
+
+    With `control`, checkpoint (and resume) at chunk boundaries. Raises
+    NonFiniteError when a loss or parameter stops being finite, Interrupted
+    after saving on SIGINT/SIGTERM.
+    """
     pipeline = make_pipeline(algo, env, config)
     key, eval_key = jax.random.split(jax.random.key(config.seed))
     carry = init_carry(algo, algo_config, env, config, key)
+    finite = jax.jit(all_finite)
 
     def evaluate(step: int) -> dict[str, float]:
         nonlocal eval_key
@@ -323,26 +349,87 @@ def train(
         returns = jax.device_get(pipeline.evaluate(carry.agent, key, jnp.bool_(False)))
         return logger.log_evaluation(step, [float(r) for r in returns])
 
-    evaluations = [evaluate(0)]
-    next_eval = config.eval_freq
-    last_read, last_updates = time.perf_counter(), 0
-    for chunk in range(config.num_chunks):
-        carry = pipeline.train_chunk(carry)
-        carry, row = _read_chunk(carry, config.batch_size)
-        now = time.perf_counter()
-        env_steps = (chunk + 1) * config.chunk_steps
-        logger.set_status(
-            env_steps_per_s=f"{config.chunk_steps / (now - last_read):.0f}",
-            updates_per_s=f"{(row['updates'] - last_updates) / (now - last_read):.0f}",
-        )
-        last_read, last_updates = now, int(row["updates"])
-        logger.advance(config.chunk_steps)
-        logger.log_train(env_steps, row)
-        if env_steps >= next_eval or chunk == config.num_chunks - 1:
-            evaluations.append(evaluate(env_steps))
-            while next_eval <= env_steps:
-                next_eval += config.eval_freq
+    first_chunk, next_eval, last_saved = 0, config.eval_freq, None
+    if control is not None and control.resume:
+        carry, eval_key, next_eval, evaluations = _resume(control, carry, eval_key, logger)
+        first_chunk = int(carry.env_steps) // config.chunk_steps
+        last_saved = int(carry.env_steps)
+    else:
+        evaluations = [evaluate(0)]
+    next_save = (
+        (first_chunk * config.chunk_steps // control.every + 1) * control.every if control else 0
+    )
+
+    def save(step: int) -> None:
+        nonlocal last_saved
+        assert control is not None
+        if not bool(finite(carry.agent)):
+            raise NonFiniteError(step, "parameter", last_saved)
+        stored = carry if control.keep_replay else carry.replace(replay=None)
+        meta = {
+            "identity": control.identity,
+            "next_eval": next_eval,
+            "wall_time": logger.wall_time,
+            "replay_saved": control.keep_replay,
+        }
+        control.checkpointer.save(step, {"carry": stored, "eval_key": eval_key}, meta)
+        last_saved = step
+
+    last_read, last_updates = time.perf_counter(), int(carry.updates)
+    with StopSignals() if control is not None else contextlib.nullcontext() as signals:
+        for chunk in range(first_chunk, config.num_chunks):
+            carry = pipeline.train_chunk(carry)
+            carry, row = _read_chunk(carry, config.batch_size)
+            now = time.perf_counter()
+            env_steps = (chunk + 1) * config.chunk_steps
+            check_finite(env_steps, row, bool(finite(carry.agent)), last_saved)
+            logger.set_status(
+                env_steps_per_s=f"{config.chunk_steps / (now - last_read):.0f}",
+                updates_per_s=f"{(row['updates'] - last_updates) / (now - last_read):.0f}",
+            )
+            last_read, last_updates = now, int(row["updates"])
+            logger.advance_to(env_steps)
+            logger.log_train(env_steps, row)
+            last_chunk = chunk == config.num_chunks - 1
+            if env_steps >= next_eval or last_chunk:
+                evaluations.append(evaluate(env_steps))
+                while next_eval <= env_steps:
+                    next_eval += config.eval_freq
+            if control is None:
+                continue
+            received = signals.received if signals is not None else None
+            if env_steps >= next_save or last_chunk or received:
+                save(env_steps)
+                while next_save <= env_steps:
+                    next_save += control.every
+            if received:
+                raise Interrupted(received, env_steps, control.checkpointer.directory)
+            control.after_step(env_steps)
 
     with (logger.save_dir / "agent.msgpack").open("wb") as f:
         f.write(flax.serialization.to_bytes(carry.agent))
     return TrainResult(carry, evaluations, pipeline)
+
+
+def _resume(
+    control: RunControl, carry: Carry, eval_key: jax.Array, logger: RunLogger
+) -> tuple[Carry, jax.Array, int, list[dict[str, float]]]:
+    """The newest checkpoint's carry, evaluation key and next evaluation step; the logs
+    continued from there."""
+    ckpt = control.checkpointer
+    meta = ckpt.read_meta()
+    check_same_run(meta["identity"], control.identity, set(control.may_differ))
+    fresh_replay = carry.replay
+    template = carry if meta["replay_saved"] else carry.replace(replay=None)
+    restored, meta = ckpt.restore({"carry": template, "eval_key": eval_key})
+    carry, eval_key = restored["carry"], restored["eval_key"]
+    step = meta["step"]
+    if not meta["replay_saved"]:
+        carry = carry.replace(replay=fresh_replay)
+        logger.message(
+            f"warning: the checkpoint at step {step} holds no replay buffer; refilling it "
+            "with uniform random steps before learning again, so this run's data differ "
+            "from an uninterrupted one"
+        )
+    logger.message(f"resumed from the checkpoint at step {step}")
+    return carry, eval_key, meta["next_eval"], logger.resume(step, meta["wall_time"])

@@ -11,10 +11,18 @@ Per environment step there is exactly one jitted, donated call:
 transitions. Metrics are summed on the device and read only at logging
 points; nothing else is pulled to the host except the action the
 environment needs.
+
+With a `RunControl` the loop writes a full checkpoint every `every` steps,
+at the end and on SIGINT/SIGTERM, and can resume from one: the learner
+(parameters, targets, optimizer states, keys, replay buffer), the host-side
+random states, both environments' states and the logs' position are all
+restored, so a resumed run continues exactly as the uninterrupted one would
+(see `DMControlEnv.get_state` for what of dm_control is restored).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from types import ModuleType
@@ -27,10 +35,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_rl import replay as replay_lib
-from jax_rl.envs import HostEnv
+from jax_rl.checkpoint import all_finite, check_same_run
+from jax_rl.envs import HostEnv, random_state_from_json, random_state_to_json
 from jax_rl.logger import RunLogger
 from jax_rl.loops.common import (
+    Interrupted,
+    NonFiniteError,
+    RunControl,
+    StopSignals,
     check_collection,
+    check_finite,
     check_positive_ints,
     pull_metrics,
     replay_capacity,
@@ -189,6 +203,7 @@ class Collector:
         self.fns = fns
         self.learner = learner
         self.start_timesteps = start_timesteps
+        self.learn_from = start_timesteps  # the step from which `learn` replaces `collect`
         self.steps = 0
         self.episode_return = 0.0
         self.last_episode_return = float("nan")
@@ -198,10 +213,12 @@ class Collector:
 
     def step(self) -> None:
         """One environment step and one jitted call (collect or learn)."""
-        if self.steps < self.start_timesteps:
+        if self.steps < self.learn_from:
             self._action = self._warmup_rng.uniform(-1.0, 1.0, self.env.action_size).astype(
                 np.float32
             )
+        elif not np.all(np.isfinite(self._action)):
+            raise NonFiniteError(self.steps, "action", None)
         step = self.env.step(self._action)
         transition = Transition(
             obs=self._obs,
@@ -217,11 +234,52 @@ class Collector:
         else:
             self._obs = step.next_obs
         self.steps += 1
-        if self.steps < self.start_timesteps:
+        if self.steps < self.learn_from:
             self.learner = self.fns.collect(self.learner, transition)
         else:
             self.learner, action = self.fns.learn(self.learner, transition, self._obs)
             self._action = np.asarray(action)
+
+    def checkpoint(self, keep_replay: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(arrays, host state): what a checkpoint holds of the collector."""
+        learner = self.learner if keep_replay else self.learner.replace(replay=None)
+        arrays = {"learner": learner, "obs": self._obs, "action": self._action}
+        host = {
+            "steps": self.steps,
+            "learn_from": self.learn_from,
+            "episode_return": self.episode_return,
+            "last_episode_return": _json_float(self.last_episode_return),
+            "warmup_rng": random_state_to_json(self._warmup_rng),
+            "env": self.env.get_state(),
+            "replay_saved": keep_replay,
+        }
+        return arrays, host
+
+    def restore(self, arrays: dict[str, Any], host: dict[str, Any]) -> None:
+        """Continue from what `checkpoint` returned (the learner's replay may be None)."""
+        learner = arrays["learner"]
+        if learner.replay is None:
+            # Refill the fresh, empty buffer before learning again.
+            learner = learner.replace(replay=self.learner.replay)
+            self.learn_from = host["steps"] + self.start_timesteps
+        else:
+            self.learn_from = host["learn_from"]
+        self.learner = learner
+        self._obs = np.asarray(arrays["obs"], np.float32)
+        self._action = np.asarray(arrays["action"], np.float32)
+        self.steps = host["steps"]
+        self.episode_return = host["episode_return"]
+        self.last_episode_return = _from_json_float(host["last_episode_return"])
+        random_state_from_json(self._warmup_rng, host["warmup_rng"])
+        self.env.set_state(host["env"])
+
+
+def _json_float(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def _from_json_float(x: float | None) -> float:
+    return float("nan") if x is None else float(x)
 
 
 def train(
@@ -231,8 +289,14 @@ def train(
     eval_env: HostEnv,
     config: HostLoopConfig,
     logger: RunLogger,
+    control: RunControl | None = None,
 ) -> TrainResult:
-    """Train `algo` on `env` for `config.max_timesteps` steps; evaluate on `eval_env`."""
+    """Train `algo` on `env` for `config.max_timesteps` steps; evaluate on `eval_env`.
+
+    With `control`, checkpoint (and resume) as it says. Raises NonFiniteError
+    when a loss or parameter stops being finite, Interrupted after saving on
+    SIGINT/SIGTERM.
+    """
     fns = make_step_functions(algo, config.batch_size)
     learner = init_learner(
         algo,
@@ -243,24 +307,83 @@ def train(
         config.batch_size,
         jax.random.key(config.seed),
     )
-    evaluations = [_evaluate_and_log(fns, learner, eval_env, config, logger, step=0)]
     collector = Collector(env, fns, learner, config.start_timesteps, config.seed)
-    while collector.steps < config.max_timesteps:
-        collector.step()
-        done = collector.steps
-        if done % config.log_freq == 0:
-            logger.advance(config.log_freq)
-            collector.learner, metrics = pull_metrics(collector.learner)
-            logger.log_train(done, {**metrics, "episode_return": collector.last_episode_return})
-        if done % config.eval_freq == 0 or done == config.max_timesteps:
-            evaluations.append(
-                _evaluate_and_log(fns, collector.learner, eval_env, config, logger, done)
-            )
+    finite = jax.jit(all_finite)
+    last_saved: int | None = None
+    if control is not None and control.resume:
+        evaluations, last_saved = _resume(control, collector, eval_env, logger)
+    else:
+        evaluations = [_evaluate_and_log(fns, learner, eval_env, config, logger, step=0)]
 
-    logger.advance(config.max_timesteps % config.log_freq)
+    def save(step: int) -> None:
+        nonlocal last_saved
+        assert control is not None
+        if not bool(finite(collector.learner.agent)):
+            raise NonFiniteError(step, "parameter", last_saved)
+        arrays, host = collector.checkpoint(control.keep_replay)
+        meta = {
+            "identity": control.identity,
+            "host": host,
+            "eval_env": eval_env.get_state(),
+            "wall_time": logger.wall_time,
+        }
+        control.checkpointer.save(step, arrays, meta)
+        last_saved = step
+
+    with StopSignals() if control is not None else contextlib.nullcontext() as signals:
+        while collector.steps < config.max_timesteps:
+            try:
+                collector.step()
+            except NonFiniteError as e:
+                # Name the loss that went first where there is one, else the action.
+                collector.learner, metrics = pull_metrics(collector.learner)
+                check_finite(e.step, metrics, True, last_saved)
+                raise NonFiniteError(e.step, e.what, last_saved) from None
+            done = collector.steps
+            if done % config.log_freq == 0:
+                logger.advance_to(done)
+                collector.learner, metrics = pull_metrics(collector.learner)
+                check_finite(done, metrics, bool(finite(collector.learner.agent)), last_saved)
+                logger.log_train(done, {**metrics, "episode_return": collector.last_episode_return})
+            if done % config.eval_freq == 0 or done == config.max_timesteps:
+                evaluations.append(
+                    _evaluate_and_log(fns, collector.learner, eval_env, config, logger, done)
+                )
+            if control is None:
+                continue
+            received = signals.received if signals is not None else None
+            if done % control.every == 0 or done == config.max_timesteps or received:
+                save(done)
+            if received:
+                raise Interrupted(received, done, control.checkpointer.directory)
+            control.after_step(done)
+
+    logger.advance_to(collector.steps)
     with (logger.save_dir / "agent.msgpack").open("wb") as f:
         f.write(flax.serialization.to_bytes(collector.learner.agent))
     return TrainResult(collector.learner, evaluations, fns)
+
+
+def _resume(
+    control: RunControl, collector: Collector, eval_env: HostEnv, logger: RunLogger
+) -> tuple[list[dict[str, float]], int]:
+    """Load the newest checkpoint into `collector` and `eval_env`; continue the logs."""
+    ckpt = control.checkpointer
+    meta = ckpt.read_meta()
+    check_same_run(meta["identity"], control.identity, set(control.may_differ))
+    arrays, _ = collector.checkpoint(keep_replay=meta["host"]["replay_saved"])
+    arrays, meta = ckpt.restore(arrays)
+    collector.restore(arrays, meta["host"])
+    eval_env.set_state(meta["eval_env"])
+    step = meta["step"]
+    if not meta["host"]["replay_saved"]:
+        logger.message(
+            f"warning: the checkpoint at step {step} holds no replay buffer; refilling "
+            f"{collector.start_timesteps} steps before learning again, so this run's data "
+            "differ from an uninterrupted one"
+        )
+    logger.message(f"resumed from the checkpoint at step {step}")
+    return logger.resume(step, meta["wall_time"]), step
 
 
 def _evaluate_and_log(

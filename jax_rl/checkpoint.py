@@ -1,0 +1,221 @@
+"""Full-state checkpoints with orbax: written atomically, checked before they are used.
+
+A checkpoint is two items under `<save_dir>/checkpoints/<step>/`:
+
+- `arrays`: every array the run carries (parameters, targets, optimizer
+  states, duals, the replay buffer, PRNG keys, counters, environment state),
+  saved as one flat list of leaves in the order of the run's own pytree;
+- `meta`: JSON with what the loop keeps on the host (counters, NumPy and
+  dm_control random states, the physics state) and a description of the run
+  and of every leaf (path, shape, dtype).
+
+Orbax writes a step into a temporary folder and renames it when complete, so
+a run killed while saving leaves the previous checkpoint intact; the newest
+`keep` checkpoints are kept. Restoring compares the stored description with
+the pytree the current run expects and refuses a checkpoint from another
+algorithm, environment or shape with a `CheckpointError` that says what differs.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+FORMAT_VERSION = 1
+ARRAYS, META = "arrays", "meta"
+
+
+class CheckpointError(Exception):
+    """A checkpoint that is missing, unreadable, or does not belong to this run."""
+
+
+def _is_key(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _leaves(tree: Any) -> tuple[list[str], list[Any]]:
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [jax.tree_util.keystr(path) for path, _ in flat], [leaf for _, leaf in flat]
+
+
+def _stored(leaf: Any) -> Any:
+    """What is written for a leaf: raw key data for a PRNG key, else a JAX array
+    (so a NumPy float64 is stored as the float32 that JAX computes with)."""
+    if _is_key(leaf):
+        return jax.random.key_data(leaf)
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return leaf
+    return jnp.asarray(leaf)
+
+
+def describe_leaves(tree: Any) -> list[dict[str, Any]]:
+    """Path, shape and dtype of every leaf (PRNG keys as their raw key data)."""
+    paths, leaves = _leaves(tree)
+    out = []
+    for path, leaf in zip(paths, leaves, strict=True):
+        stored = _stored(leaf)
+        out.append({"path": path, "shape": list(stored.shape), "dtype": str(stored.dtype)})
+    return out
+
+
+def _manager(directory: Path, create: bool) -> Any:
+    # Imported here: orbax is slow to import and most commands never checkpoint.
+    import orbax.checkpoint as ocp
+
+    # Orbax reports every save at INFO level through absl; keep the run's output readable.
+    logging.getLogger("absl").setLevel(logging.WARNING)
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=2, enable_async_checkpointing=False, create=create
+    )
+    return ocp.CheckpointManager(directory.absolute(), options=options, item_names=(ARRAYS, META))
+
+
+class Checkpointer:
+    """Saves and restores the full state of one run under `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._mgr: Any = None
+
+    def _get_manager(self) -> Any:
+        if self._mgr is None:
+            self._mgr = _manager(self.directory, create=True)
+        return self._mgr
+
+    def latest_step(self) -> int | None:
+        """The newest complete checkpoint's step, or None when there is none."""
+        if not self.directory.is_dir():
+            return None
+        return self._get_manager().latest_step()
+
+    def save(self, step: int, tree: Any, meta: dict[str, Any]) -> None:
+        """Write `tree` (any pytree of arrays) and the JSON `meta` as checkpoint `step`."""
+        import orbax.checkpoint as ocp
+
+        _, leaves = _leaves(tree)
+        arrays = {f"{i:05d}": _stored(leaf) for i, leaf in enumerate(leaves)}
+        meta = {**meta, "format": FORMAT_VERSION, "step": step, "leaves": describe_leaves(tree)}
+        mgr = self._get_manager()
+        mgr.save(
+            step,
+            args=ocp.args.Composite(
+                arrays=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
+            ),
+            force=True,
+        )
+        mgr.wait_until_finished()
+
+    def read_meta(self, step: int | None = None) -> dict[str, Any]:
+        """The JSON part of checkpoint `step` (default: the newest)."""
+        import orbax.checkpoint as ocp
+
+        step = self._require_step(step)
+        try:
+            restored = self._get_manager().restore(
+                step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())
+            )
+            meta = dict(restored[META])
+        except Exception as e:  # orbax raises many kinds; all mean "unreadable"
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} cannot be read ({type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else 'no detail'})"
+            ) from None
+        if meta.get("format") != FORMAT_VERSION:
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} has format {meta.get('format')!r}; "
+                f"this version of jax_rl reads format {FORMAT_VERSION}"
+            )
+        return meta
+
+    def restore(self, template: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
+        """Checkpoint `step` (default: the newest) shaped like `template`, and its meta.
+
+        `template` is a pytree like the one saved (arrays or ShapeDtypeStructs);
+        a leaf whose path, shape or dtype differs is refused with CheckpointError.
+        """
+        import orbax.checkpoint as ocp
+
+        step = self._require_step(step)
+        meta = self.read_meta(step)
+        expected = describe_leaves(template)
+        _check_leaves(meta["leaves"], expected)
+        abstract = {
+            f"{i:05d}": jax.ShapeDtypeStruct(tuple(d["shape"]), jnp.dtype(d["dtype"]))
+            for i, d in enumerate(expected)
+        }
+        try:
+            restored = self._get_manager().restore(
+                step, args=ocp.args.Composite(arrays=ocp.args.StandardRestore(abstract))
+            )[ARRAYS]
+        except Exception as e:
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} cannot be read ({type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else 'no detail'})"
+            ) from None
+        _, template_leaves = _leaves(template)
+        leaves = []
+        for i, like in enumerate(template_leaves):
+            value = jnp.asarray(restored[f"{i:05d}"])
+            if _is_key(like):
+                value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(like))
+            leaves.append(value)
+        treedef = jax.tree_util.tree_structure(template)
+        return jax.tree_util.tree_unflatten(treedef, leaves), meta
+
+    def _require_step(self, step: int | None) -> int:
+        latest = self.latest_step()
+        if latest is None:
+            raise CheckpointError(f"no complete checkpoint in {self.directory}")
+        return latest if step is None else step
+
+
+def _check_leaves(stored: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    if len(stored) != len(expected):
+        raise CheckpointError(
+            f"the checkpoint holds {len(stored)} arrays, this run has {len(expected)}: "
+            "it was written by a different algorithm or configuration"
+        )
+    for s, e in zip(stored, expected, strict=True):
+        if (s["path"], s["shape"], s["dtype"]) != (e["path"], e["shape"], e["dtype"]):
+            raise CheckpointError(
+                f"the checkpoint's {s['path']} is {s['dtype']}{s['shape']}, this run needs "
+                f"{e['path']} as {e['dtype']}{e['shape']}: incompatible shapes"
+            )
+
+
+def check_same_run(stored: dict[str, Any], current: dict[str, Any], may_differ: set[str]) -> None:
+    """Refuse to resume when a setting other than those in `may_differ` changed.
+
+    `stored` and `current` map setting names (as flags) to values.
+    """
+    changed = [
+        f"{name}: checkpoint has {stored.get(name)!r}, this run {current.get(name)!r}"
+        for name in sorted(set(stored) | set(current))
+        if name not in may_differ and _plain(stored.get(name)) != _plain(current.get(name))
+    ]
+    if changed:
+        raise CheckpointError(
+            "cannot resume: the run was started with other settings (" + "; ".join(changed) + ")"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """JSON round trip turns tuples into lists; compare in that form."""
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def all_finite(tree: Any) -> jax.Array:
+    """One boolean: every floating-point leaf of `tree` is finite."""
+    checks = [
+        jnp.all(jnp.isfinite(x))
+        for x in jax.tree_util.tree_leaves(tree)
+        if isinstance(x, jax.Array | np.ndarray) and jnp.issubdtype(x.dtype, jnp.floating)
+    ]
+    return jnp.all(jnp.stack(checks)) if checks else jnp.bool_(True)

@@ -1,0 +1,219 @@
+"""Checkpoints: the orbax store itself, resuming without the buffer, determinism, the NaN guard.
+
+Exact resumption after SIGKILL, through the entry points, is in test_cli.py.
+"""
+
+import flax.serialization
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_rl.algos import sac, td3
+from jax_rl.checkpoint import Checkpointer, CheckpointError, all_finite, check_same_run
+from jax_rl.envs.brax import BraxEnv
+from jax_rl.envs.dm_control import DMControlEnv
+from jax_rl.logger import RunLogger
+from jax_rl.loops import device, host
+from jax_rl.loops.common import NonFiniteError, RunControl
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def _tree():
+    return {
+        "w": jnp.arange(6, dtype=jnp.float32).reshape(2, 3),
+        "n": jnp.int32(7),
+        "key": jax.random.key(3),
+        "nothing": None,
+    }
+
+
+def test_round_trip_keeps_values_dtypes_and_prng_keys(tmp_path):
+    ckpt = Checkpointer(tmp_path / "c")
+    assert ckpt.latest_step() is None
+    ckpt.save(5, _tree(), {"note": "x", "big": 2**80})
+    like = jax.tree_util.tree_map(jnp.zeros_like, _tree())
+    like["key"] = jax.random.key(0)
+    restored, meta = ckpt.restore(like)
+    assert meta["step"] == 5 and meta["note"] == "x" and meta["big"] == 2**80
+    np.testing.assert_array_equal(restored["w"], _tree()["w"])
+    assert restored["n"].dtype == jnp.int32 and int(restored["n"]) == 7
+    # The key continues the same stream.
+    np.testing.assert_array_equal(
+        jax.random.uniform(restored["key"], (4,)), jax.random.uniform(jax.random.key(3), (4,))
+    )
+
+
+def test_only_the_newest_two_are_kept_and_the_newest_is_restored(tmp_path):
+    ckpt = Checkpointer(tmp_path / "c")
+    for step in (10, 20, 30):
+        ckpt.save(step, {"x": jnp.float32(step)}, {})
+    assert sorted(int(p.name) for p in (tmp_path / "c").iterdir() if p.name.isdigit()) == [20, 30]
+    restored, _ = ckpt.restore({"x": jnp.float32(0)})
+    assert float(restored["x"]) == 30.0
+
+
+def test_other_shapes_are_refused_with_the_leaf_named(tmp_path):
+    ckpt = Checkpointer(tmp_path / "c")
+    ckpt.save(1, {"critic": jnp.zeros((4, 3))}, {})
+    with pytest.raises(CheckpointError, match=r"\['critic'\] is float32\[4, 3\].*incompatible"):
+        ckpt.restore({"critic": jnp.zeros((4, 5))})
+    with pytest.raises(CheckpointError, match="holds 1 arrays, this run has 2"):
+        ckpt.restore({"critic": jnp.zeros((4, 3)), "extra": jnp.zeros(2)})
+
+
+def test_a_corrupt_checkpoint_is_an_error_not_a_traceback(tmp_path):
+    ckpt = Checkpointer(tmp_path / "c")
+    ckpt.save(1, {"x": jnp.ones(3)}, {})
+    for path in (tmp_path / "c" / "1" / "meta").rglob("*"):
+        if path.is_file():
+            path.write_text("{not json")
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        Checkpointer(tmp_path / "c").read_meta()
+    with pytest.raises(CheckpointError, match="no complete checkpoint"):
+        Checkpointer(tmp_path / "empty").read_meta()
+
+
+def test_settings_that_changed_are_listed():
+    stored = {"policy": "SAC", "actor_lr": 3e-4, "hidden_sizes": [256, 256], "max_timesteps": 10}
+    check_same_run(
+        stored, {**stored, "hidden_sizes": (256, 256), "max_timesteps": 20}, {"max_timesteps"}
+    )
+    with pytest.raises(CheckpointError, match="policy: checkpoint has 'SAC', this run 'TD3'"):
+        check_same_run(stored, {**stored, "policy": "TD3"}, set())
+
+
+def test_all_finite():
+    assert bool(all_finite({"a": jnp.ones(3), "k": jax.random.key(0), "i": jnp.int32(1)}))
+    assert not bool(all_finite({"a": jnp.array([1.0, jnp.nan])}))
+    assert not bool(all_finite([jnp.ones(2), jnp.array(jnp.inf)]))
+
+
+# --- exact resumption, in process (a crash simulated by an exception) -------------------------
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingLogger(RunLogger):
+    """A logger that raises after writing the train row of step `crash_at`."""
+
+    def __init__(self, *args, crash_at=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.crash_at = crash_at
+
+    def log_train(self, step, metrics):
+        super().log_train(step, metrics)
+        if step == self.crash_at:
+            raise Crash
+
+
+def _evaluations(path):
+    """Evaluation rows without the wall time (which a resumed run cannot reproduce)."""
+    lines = (path / "evaluations.csv").read_text().splitlines()
+    return [",".join(v for i, v in enumerate(line.split(",")) if i != 1) for line in lines]
+
+
+HOST = dict(
+    max_timesteps=400,
+    start_timesteps=100,
+    batch_size=32,
+    eval_freq=200,
+    eval_episodes=1,
+    log_freq=50,
+)
+
+
+def _host_run(algo, out, crash_at=None, resume=False, keep_replay=True, every=150, **algo_kw):
+    config = host.HostLoopConfig(**HOST)
+    logger = CrashingLogger(out, config.max_timesteps, progress=False, crash_at=crash_at)
+    control = RunControl(
+        Checkpointer(out / "checkpoints"),
+        every=every,
+        resume=resume,
+        keep_replay=keep_replay,
+        identity={"policy": algo.__name__},
+    )
+    env = DMControlEnv("cartpole", "swingup", seed=0)
+    eval_env = DMControlEnv("cartpole", "swingup", seed=1)
+    algo_config = algo.Config(hidden_sizes=(32, 32), **algo_kw)
+    try:
+        return host.train(algo, algo_config, env, eval_env, config, logger, control)
+    finally:
+        logger.close()
+
+
+def test_host_loop_without_the_replay_in_checkpoints_refills_before_learning(tmp_path):
+    with pytest.raises(Crash):
+        _host_run(td3, tmp_path, crash_at=350, keep_replay=False)
+    resumed = _host_run(td3, tmp_path, resume=True, keep_replay=False)
+    # The 100 steps after the checkpoint at 300 refill the empty buffer; learning
+    # resumes when it holds start_timesteps rows, at step 400: the 201 updates of
+    # steps 100..300 plus one.
+    assert int(resumed.learner.replay.size) == 100
+    assert int(resumed.learner.agent.step) == 201 + 1
+
+
+def test_same_seed_gives_identical_runs(tmp_path):
+    a = _host_run(sac, tmp_path / "a")
+    b = _host_run(sac, tmp_path / "b")
+    assert flax.serialization.to_bytes(a.learner.agent) == flax.serialization.to_bytes(
+        b.learner.agent
+    )
+    assert _evaluations(tmp_path / "a") == _evaluations(tmp_path / "b")
+
+
+def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    with pytest.raises(NonFiniteError, match=r"non-finite .* at step \d+") as stop:
+        _host_run(td3, tmp_path, actor_lr=1e30, critic_lr=1e30, every=50)
+    last = stop.value.last_checkpoint
+    assert last is not None and last < stop.value.step
+    ckpt = Checkpointer(tmp_path / "checkpoints")
+    assert ckpt.latest_step() == last
+    config = td3.Config(hidden_sizes=(32, 32))
+    learner = host.init_learner(td3, config, 5, 1, 400, 32, jax.random.key(0))
+    like = {"learner": learner, "obs": np.zeros(5, np.float32), "action": np.zeros(1, np.float32)}
+    restored, meta = ckpt.restore(like)
+    assert meta["step"] == last and bool(all_finite(restored["learner"].agent))
+
+
+DEVICE = dict(
+    max_timesteps=512,
+    num_envs=8,
+    updates_per_step=2,
+    start_timesteps=128,
+    batch_size=32,
+    eval_freq=256,
+    eval_episodes=2,
+    log_freq=64,
+    episode_length=20,
+)
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    # One environment object for the module: the compiled pipelines are cached per object.
+    return BraxEnv("inverted_pendulum", "positional", episode_length=DEVICE["episode_length"])
+
+
+def _device_run(algo, env, out, crash_at=None, resume=False, **algo_kw):
+    config = device.DeviceLoopConfig(**DEVICE)
+    logger = CrashingLogger(out, config.total_steps, progress=False, crash_at=crash_at)
+    control = RunControl(
+        Checkpointer(out / "checkpoints"), every=128, resume=resume, identity={"policy": "x"}
+    )
+    algo_config = algo.Config(hidden_sizes=(16,), **algo_kw)
+    try:
+        return device.train(algo, algo_config, env, config, logger, control)
+    finally:
+        logger.close()
+
+
+def test_device_loop_stops_on_a_non_finite_loss(pendulum, tmp_path):
+    # Learning rates are traced values: this reuses the compiled TD3 pipeline.
+    with pytest.raises(NonFiniteError, match=r"non-finite (loss/\w+|parameter) at step \d+"):
+        _device_run(td3, pendulum, tmp_path, actor_lr=1e30, critic_lr=1e30)
+    latest = Checkpointer(tmp_path / "checkpoints").latest_step()
+    assert latest is None or latest >= 128
