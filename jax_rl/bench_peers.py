@@ -1,0 +1,197 @@
+"""Peer comparison: our host loop against Stable-Baselines3 (PyTorch) and SBX (JAX).
+
+    make bench-peers        # installs the optional `peers` group into .venv-peers, then runs this
+
+Every library trains TD3 and SAC on the same environment object type (our
+dm_control cartpole-swingup adapter, behind a gymnasium interface for the
+peers), with the same settings: batch 256, 256-256 networks, Adam 3e-4,
+tau 0.005, one environment step and one gradient update per training step,
+1000 warm-up steps. A training step is timed the same way for all: the
+median over blocks of 1000 steps after a warm-up, compilation apart (the
+peers step synchronously: each step's action is pulled to the host). One run
+measures everything, so the ratios (our seconds over the peer's) are
+comparable even on a loaded machine. Writes docs/benchmarks/peers.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jax_rl.benchmark import BenchSettings, bench_host_step, machine
+from jax_rl.envs.dm_control import DMControlEnv
+
+PEERS = ("SBX", "SB3")
+
+
+def _gym_env(settings: BenchSettings, seed: int) -> Any:
+    import gymnasium
+
+    class DMControlGym(gymnasium.Env):
+        """Our dm_control adapter as a gymnasium environment (time limit = truncation)."""
+
+        def __init__(self) -> None:
+            self._env = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
+            self.action_space = gymnasium.spaces.Box(
+                -1.0, 1.0, (self._env.action_size,), np.float32
+            )
+            self.observation_space = gymnasium.spaces.Box(
+                -np.inf, np.inf, (self._env.obs_size,), np.float32
+            )
+
+        def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+            super().reset(seed=seed)
+            return self._env.reset(), {}
+
+        def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+            step = self._env.step(action)
+            terminated = step.last and step.discount == 0.0
+            return step.next_obs, step.reward, terminated, step.last and not terminated, {}
+
+    return DMControlGym()
+
+
+def bench_peer(library: str, name: str, settings: BenchSettings, seed: int = 0) -> dict[str, Any]:
+    """Seconds per 1000 training steps of `library`'s `name` ("TD3" or "SAC")."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    if library == "SB3":
+        import stable_baselines3 as lib
+        import torch
+
+        torch.manual_seed(seed)
+    else:
+        import sbx as lib
+
+    env = _gym_env(settings, seed)
+    total = (
+        settings.prefill + settings.warmup_steps + settings.num_blocks * settings.steps_per_block
+    )
+    kwargs: dict[str, Any] = dict(
+        learning_rate=3e-4,
+        buffer_size=total + 1,
+        learning_starts=settings.prefill,
+        batch_size=settings.batch_size,
+        tau=0.005,
+        gamma=0.99,
+        train_freq=1,
+        gradient_steps=1,
+        policy_kwargs={"net_arch": list(settings.hidden_sizes)},
+        seed=seed,
+        verbose=0,
+    )
+    if name == "TD3":
+        kwargs["action_noise"] = NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
+    if library == "SB3":
+        kwargs["device"] = "cpu"
+    model = getattr(lib, name)("MlpPolicy", env, **kwargs)
+
+    marks: dict[int, float] = {}
+    first_update = settings.prefill + 1
+
+    class Clock(BaseCallback):
+        def _on_step(self) -> bool:
+            # Called after each environment step; the update of step t runs after it.
+            marks[self.num_timesteps] = time.perf_counter()
+            return True
+
+    model.learn(total_timesteps=total, callback=Clock())
+    start = settings.prefill + settings.warmup_steps
+    blocks = [
+        marks[start + (b + 1) * settings.steps_per_block]
+        - marks[start + b * settings.steps_per_block]
+        for b in range(settings.num_blocks)
+    ]
+    compile_seconds = marks[first_update + 1] - marks[first_update]
+    scaled = [s * 1000.0 / settings.steps_per_block for s in blocks]
+    return {
+        "library": library,
+        "policy": name,
+        "seconds_per_1000_median": statistics.median(scaled),
+        "seconds_per_1000_mean": statistics.fmean(scaled),
+        "seconds_per_1000_std": statistics.stdev(scaled),
+        "first_update_seconds": compile_seconds,
+        "blocks": blocks,
+    }
+
+
+def markdown(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
+    by = {(r["library"], r["policy"]): r for r in rows}
+    lines = [
+        "Seconds per 1000 training steps (one env step + one update of batch 256), host loop, "
+        "dm_control cartpole-swingup, 256-256 networks; median over blocks of 1000 steps "
+        "(mean +- std), one run. Ratio: ours / peer (below 1: we are faster).",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, JAX {info['jax']}, "
+        f"accelerator: {info['accelerator']}.",
+        "",
+        "| algorithm | jax_rl | SBX (JAX) | SB3 (PyTorch) | jax_rl / SBX | jax_rl / SB3 |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def cell(r: dict[str, Any]) -> str:
+        return (
+            f"{r['seconds_per_1000_median']:.2f} "
+            f"({r['seconds_per_1000_mean']:.2f} +- {r['seconds_per_1000_std']:.2f})"
+        )
+
+    for name in ("TD3", "SAC"):
+        ours, sbx, sb3 = by[("jax_rl", name)], by[("SBX", name)], by[("SB3", name)]
+        o = ours["seconds_per_1000_median"]
+        lines.append(
+            f"| {name} | {cell(ours)} | {cell(sbx)} | {cell(sb3)} | "
+            f"{o / sbx['seconds_per_1000_median']:.2f} | {o / sb3['seconds_per_1000_median']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="docs/benchmarks", help="folder for peers.md/.json")
+    parser.add_argument("--num_blocks", type=int, default=5, help="timed blocks of 1000 steps")
+    args = parser.parse_args(argv)
+    try:
+        import sbx  # noqa: F401
+        import stable_baselines3  # noqa: F401
+    except ImportError as e:
+        print(
+            f"error: {e.name} is not installed; run `make bench-peers` (it installs the "
+            "optional `peers` group into .venv-peers)",
+            file=sys.stderr,
+        )
+        return 2
+    settings = BenchSettings(num_blocks=args.num_blocks)
+    rows = []
+    for name in ("TD3", "SAC"):
+        ours = bench_host_step(name, settings)
+        rows.append({"library": "jax_rl", **ours, "policy": name})
+        print(f"jax_rl {name}: {ours['seconds_per_1000_median']:.2f} s / 1000 steps", flush=True)
+        for library in PEERS:
+            row = bench_peer(library, name, settings)
+            rows.append(row)
+            print(
+                f"{library} {name}: {row['seconds_per_1000_median']:.2f} s / 1000 steps", flush=True
+            )
+    info = machine()
+    table = markdown(rows, info)
+    print(table)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "peers.md").write_text(table)
+    versions = {m: sys.modules[m].__version__ for m in ("sbx", "stable_baselines3", "torch")}
+    (out / "peers.json").write_text(
+        json.dumps({"machine": info, "versions": versions, "rows": rows}, indent=2)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
