@@ -48,8 +48,6 @@ def _stored(leaf: Any) -> Any:
     (so a NumPy float64 is stored as the float32 that JAX computes with)."""
     if _is_key(leaf):
         return jax.random.key_data(leaf)
-    if isinstance(leaf, jax.ShapeDtypeStruct):
-        return leaf
     return jnp.asarray(leaf)
 
 
@@ -121,10 +119,7 @@ class Checkpointer:
             )
             meta = dict(restored[META])
         except Exception as e:  # orbax raises many kinds; all mean "unreadable"
-            raise CheckpointError(
-                f"checkpoint {self.directory / str(step)} cannot be read ({type(e).__name__}: "
-                f"{str(e).splitlines()[0] if str(e) else 'no detail'})"
-            ) from None
+            raise self._unreadable(step, e) from None
         if meta.get("format") != FORMAT_VERSION:
             raise CheckpointError(
                 f"checkpoint {self.directory / str(step)} has format {meta.get('format')!r}; "
@@ -153,10 +148,7 @@ class Checkpointer:
                 step, args=ocp.args.Composite(arrays=ocp.args.StandardRestore(abstract))
             )[ARRAYS]
         except Exception as e:
-            raise CheckpointError(
-                f"checkpoint {self.directory / str(step)} cannot be read ({type(e).__name__}: "
-                f"{str(e).splitlines()[0] if str(e) else 'no detail'})"
-            ) from None
+            raise self._unreadable(step, e) from None
         _, template_leaves = _leaves(template)
         leaves = []
         for i, like in enumerate(template_leaves):
@@ -166,6 +158,13 @@ class Checkpointer:
             leaves.append(value)
         treedef = jax.tree_util.tree_structure(template)
         return jax.tree_util.tree_unflatten(treedef, leaves), meta
+
+    def _unreadable(self, step: int, error: Exception) -> CheckpointError:
+        detail = str(error).splitlines()[0] if str(error) else "no detail"
+        return CheckpointError(
+            f"checkpoint {self.directory / str(step)} cannot be read "
+            f"({type(error).__name__}: {detail})"
+        )
 
     def _require_step(self, step: int | None) -> int:
         latest = self.latest_step()

@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
@@ -14,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 import jax
 import jax.numpy as jnp
 
-from jax_rl.checkpoint import Checkpointer
+from jax_rl.checkpoint import Checkpointer, check_same_run
 from jax_rl.transition import Transition
 
 MAX_DEFAULT_REPLAY = 1_000_000
@@ -134,6 +135,26 @@ class RunControl:
     def __post_init__(self) -> None:
         if not isinstance(self.every, int) or self.every <= 0:
             raise ValueError(f"checkpoint_every must be a positive integer, got {self.every!r}")
+
+    last_saved: int | None = None
+    """the step of the newest checkpoint this run wrote or resumed from"""
+
+    def save(self, step: int, params_finite: bool, tree: Any, meta: dict[str, Any]) -> None:
+        """Write checkpoint `step`, unless the parameters are no longer finite: then the
+        last good checkpoint is kept and NonFiniteError raised."""
+        if not params_finite:
+            raise NonFiniteError(step, "parameter", self.last_saved)
+        self.checkpointer.save(step, tree, {**meta, "identity": self.identity})
+        self.last_saved = step
+
+    def load(self, template_for: Callable[[dict[str, Any]], Any]) -> tuple[Any, dict[str, Any]]:
+        """The newest checkpoint, shaped like `template_for(its meta)`, after checking that
+        it belongs to this run; and its meta."""
+        meta = self.checkpointer.read_meta()
+        check_same_run(meta["identity"], self.identity, set(self.may_differ))
+        restored, meta = self.checkpointer.restore(template_for(meta), step=meta["step"])
+        self.last_saved = meta["step"]
+        return restored, meta
 
     def after_step(self, step: int) -> None:
         if self.kill_at is not None and step >= self.kill_at:

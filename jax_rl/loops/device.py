@@ -39,12 +39,11 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl import replay as replay_lib
-from jax_rl.checkpoint import all_finite, check_same_run
+from jax_rl.checkpoint import all_finite
 from jax_rl.envs.brax import BraxEnv, EnvState
 from jax_rl.logger import RunLogger
 from jax_rl.loops.common import (
     Interrupted,
-    NonFiniteError,
     RunControl,
     StopSignals,
     check_collection,
@@ -349,11 +348,10 @@ def train(
         returns = jax.device_get(pipeline.evaluate(carry.agent, key, jnp.bool_(False)))
         return logger.log_evaluation(step, [float(r) for r in returns])
 
-    first_chunk, next_eval, last_saved = 0, config.eval_freq, None
+    first_chunk, next_eval = 0, config.eval_freq
     if control is not None and control.resume:
         carry, eval_key, next_eval, evaluations = _resume(control, carry, eval_key, logger)
         first_chunk = int(carry.env_steps) // config.chunk_steps
-        last_saved = int(carry.env_steps)
     else:
         evaluations = [evaluate(0)]
     next_save = (
@@ -361,19 +359,15 @@ def train(
     )
 
     def save(step: int) -> None:
-        nonlocal last_saved
         assert control is not None
-        if not bool(finite(carry.agent)):
-            raise NonFiniteError(step, "parameter", last_saved)
         stored = carry if control.keep_replay else carry.replace(replay=None)
         meta = {
-            "identity": control.identity,
             "next_eval": next_eval,
             "wall_time": logger.wall_time,
             "replay_saved": control.keep_replay,
         }
-        control.checkpointer.save(step, {"carry": stored, "eval_key": eval_key}, meta)
-        last_saved = step
+        tree = {"carry": stored, "eval_key": eval_key}
+        control.save(step, bool(finite(carry.agent)), tree, meta)
 
     last_read, last_updates = time.perf_counter(), int(carry.updates)
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
@@ -382,6 +376,7 @@ def train(
             carry, row = _read_chunk(carry, config.batch_size)
             now = time.perf_counter()
             env_steps = (chunk + 1) * config.chunk_steps
+            last_saved = control.last_saved if control is not None else None
             check_finite(env_steps, row, bool(finite(carry.agent)), last_saved)
             logger.set_status(
                 env_steps_per_s=f"{config.chunk_steps / (now - last_read):.0f}",
@@ -416,12 +411,13 @@ def _resume(
 ) -> tuple[Carry, jax.Array, int, list[dict[str, float]]]:
     """The newest checkpoint's carry, evaluation key and next evaluation step; the logs
     continued from there."""
-    ckpt = control.checkpointer
-    meta = ckpt.read_meta()
-    check_same_run(meta["identity"], control.identity, set(control.may_differ))
+    restored, meta = control.load(
+        lambda meta: {
+            "carry": carry if meta["replay_saved"] else carry.replace(replay=None),
+            "eval_key": eval_key,
+        }
+    )
     fresh_replay = carry.replay
-    template = carry if meta["replay_saved"] else carry.replace(replay=None)
-    restored, meta = ckpt.restore({"carry": template, "eval_key": eval_key})
     carry, eval_key = restored["carry"], restored["eval_key"]
     step = meta["step"]
     if not meta["replay_saved"]:

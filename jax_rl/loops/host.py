@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_rl import replay as replay_lib
-from jax_rl.checkpoint import all_finite, check_same_run
+from jax_rl.checkpoint import all_finite
 from jax_rl.envs import HostEnv, random_state_from_json, random_state_to_json
 from jax_rl.logger import RunLogger
 from jax_rl.loops.common import (
@@ -309,26 +309,19 @@ def train(
     )
     collector = Collector(env, fns, learner, config.start_timesteps, config.seed)
     finite = jax.jit(all_finite)
-    last_saved: int | None = None
     if control is not None and control.resume:
-        evaluations, last_saved = _resume(control, collector, eval_env, logger)
+        evaluations = _resume(control, collector, eval_env, logger)
     else:
         evaluations = [_evaluate_and_log(fns, learner, eval_env, config, logger, step=0)]
 
+    def last_saved() -> int | None:
+        return control.last_saved if control is not None else None
+
     def save(step: int) -> None:
-        nonlocal last_saved
         assert control is not None
-        if not bool(finite(collector.learner.agent)):
-            raise NonFiniteError(step, "parameter", last_saved)
         arrays, host = collector.checkpoint(control.keep_replay)
-        meta = {
-            "identity": control.identity,
-            "host": host,
-            "eval_env": eval_env.get_state(),
-            "wall_time": logger.wall_time,
-        }
-        control.checkpointer.save(step, arrays, meta)
-        last_saved = step
+        meta = {"host": host, "eval_env": eval_env.get_state(), "wall_time": logger.wall_time}
+        control.save(step, bool(finite(collector.learner.agent)), arrays, meta)
 
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
         while collector.steps < config.max_timesteps:
@@ -337,13 +330,14 @@ def train(
             except NonFiniteError as e:
                 # Name the loss that went first where there is one, else the action.
                 collector.learner, metrics = pull_metrics(collector.learner)
-                check_finite(e.step, metrics, True, last_saved)
-                raise NonFiniteError(e.step, e.what, last_saved) from None
+                check_finite(e.step, metrics, True, last_saved())
+                raise NonFiniteError(e.step, e.what, last_saved()) from None
             done = collector.steps
             if done % config.log_freq == 0:
                 logger.advance_to(done)
                 collector.learner, metrics = pull_metrics(collector.learner)
-                check_finite(done, metrics, bool(finite(collector.learner.agent)), last_saved)
+                params_finite = bool(finite(collector.learner.agent))
+                check_finite(done, metrics, params_finite, last_saved())
                 logger.log_train(done, {**metrics, "episode_return": collector.last_episode_return})
             if done % config.eval_freq == 0 or done == config.max_timesteps:
                 evaluations.append(
@@ -366,13 +360,13 @@ def train(
 
 def _resume(
     control: RunControl, collector: Collector, eval_env: HostEnv, logger: RunLogger
-) -> tuple[list[dict[str, float]], int]:
+) -> list[dict[str, float]]:
     """Load the newest checkpoint into `collector` and `eval_env`; continue the logs."""
-    ckpt = control.checkpointer
-    meta = ckpt.read_meta()
-    check_same_run(meta["identity"], control.identity, set(control.may_differ))
-    arrays, _ = collector.checkpoint(keep_replay=meta["host"]["replay_saved"])
-    arrays, meta = ckpt.restore(arrays)
+
+    def template(meta: dict[str, Any]) -> dict[str, Any]:
+        return collector.checkpoint(keep_replay=meta["host"]["replay_saved"])[0]
+
+    arrays, meta = control.load(template)
     collector.restore(arrays, meta["host"])
     eval_env.set_state(meta["eval_env"])
     step = meta["step"]
@@ -383,7 +377,7 @@ def _resume(
             "differ from an uninterrupted one"
         )
     logger.message(f"resumed from the checkpoint at step {step}")
-    return logger.resume(step, meta["wall_time"]), step
+    return logger.resume(step, meta["wall_time"])
 
 
 def _evaluate_and_log(
