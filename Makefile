@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-quick returns plot brax-returns brax-plot clean
+.PHONY: init test lint bench bench-peers bench-quick bench-population returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -40,6 +40,10 @@ $(PEERS_VENV)/bin/peers-done: requirements.lock pyproject.toml
 	$(PEERS_VENV)/bin/pip install --quiet -c requirements.lock -e ".[peers]"
 	touch $@
 
+# Populations on the Brax pipeline: SAC with N = 1, 4, 16 agents in one vmapped program.
+bench-population: init
+	$(BIN)/python -m jax_rl.benchmark --policies SAC --population 1,4,16
+
 bench-quick: init
 	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick
 
@@ -54,7 +58,7 @@ returns: init
 	$(MAKE) plot
 
 plot: init
-	$(BIN)/python -m jax_rl.plot docs/results/cartpole_swingup --out docs/results/cartpole_swingup.png \
+	$(BIN)/python -m jax_rl.plot docs/results/cartpole_swingup --out docs/results/cartpole_swingup.png --band range \
 	  --title "dm_control cartpole-swingup"
 
 # The device pipeline's default run (halfcheetah, positional backend), 3 seeds x TD3, SAC.
@@ -67,8 +71,22 @@ brax-returns: init
 	$(MAKE) brax-plot
 
 brax-plot: init
-	$(BIN)/python -m jax_rl.plot docs/results/brax_halfcheetah --out docs/results/brax_halfcheetah.png \
+	$(BIN)/python -m jax_rl.plot docs/results/brax_halfcheetah --out docs/results/brax_halfcheetah.png --band range \
 	  --title "Brax halfcheetah (positional), device pipeline"
+
+# Five seeds of each learner in one vmapped run each, on the default Brax environment.
+brax-seeds: init
+	for policy in TD3 SAC MPO; do \
+	  rm -rf docs/results/brax_halfcheetah_5seeds/$$policy; \
+	  $(BIN)/python jax_rl/main_brax.py --policy $$policy --num_seeds 5 --no_progress \
+	    --save_dir docs/results/brax_halfcheetah_5seeds/$$policy || exit 1; \
+	done
+	$(MAKE) brax-seeds-plot
+
+brax-seeds-plot: init
+	$(BIN)/python -m jax_rl.plot docs/results/brax_halfcheetah_5seeds \
+	  --out docs/results/brax_halfcheetah_5seeds.png \
+	  --title "Brax halfcheetah (positional), 5 seeds per learner in one vmapped run"
 
 clean:
 	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .mypy_cache .ruff_cache

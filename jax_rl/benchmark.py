@@ -2,6 +2,8 @@
 
     python -m jax_rl.benchmark            # full table (make bench)
     python -m jax_rl.benchmark --quick    # tiny sizes, same code path (used by the tests)
+    python -m jax_rl.benchmark --policies SAC --population 1,4,16   # populations (make
+                                          # bench-population): N agents against one
 
 A training step of the host loop is one dm_control environment step plus the
 loop's one jitted call (insert, sample a batch of 256, one update, next
@@ -28,7 +30,7 @@ from typing import Any
 
 import jax
 
-from jax_rl import algos, timing
+from jax_rl import algos, population, timing
 from jax_rl.algos import mpo
 from jax_rl.envs.brax import BraxEnv
 from jax_rl.envs.dm_control import DMControlEnv
@@ -177,9 +179,16 @@ def bench_host_step(
 
 
 def bench_device_chunk(
-    name: str, settings: DeviceBenchSettings, seed: int = 0, label: str = "", **overrides: Any
+    name: str,
+    settings: DeviceBenchSettings,
+    seed: int = 0,
+    label: str = "",
+    num_agents: int = 1,
+    **overrides: Any,
 ) -> dict[str, Any]:
-    """Environment steps and updates per second of the Brax pipeline's train_chunk."""
+    """Environment steps and updates per second of the Brax pipeline's train_chunk, for
+    `num_agents` agents (seeds seed, seed+1, ...) trained together; the rates count all
+    agents' steps and updates."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     env = BraxEnv(settings.env, settings.backend, episode_length=1000)
@@ -194,7 +203,8 @@ def bench_device_chunk(
         seed=seed,
     )
     pipeline = device.make_pipeline(algo, env, loop)
-    carry = device.init_carry(algo, config, env, loop, jax.random.key(seed))
+    keys, _ = device.agent_keys(range(seed, seed + num_agents))
+    carry = device.init_population(algo, [config] * num_agents, env, loop, keys)
     start = time.perf_counter()
     carry = jax.block_until_ready(pipeline.train_chunk(carry))
     compile_seconds = time.perf_counter() - start  # first call to first result
@@ -209,17 +219,19 @@ def bench_device_chunk(
 
     result = timing.time_steps(step, 1, settings.num_blocks, settings.warmup_chunks)
     seconds = statistics.median(result.block_seconds)
-    updates = settings.iterations_per_chunk * settings.updates_per_step
-    carry = state["carry"]
+    updates = settings.iterations_per_chunk * settings.updates_per_step * num_agents
+    carry = population.index_agent(state["carry"], device.carry_axes(state["carry"]), 0)
     batch = jax.tree_util.tree_map(lambda x: x[: settings.batch_size], carry.replay.data)
     flops = timing.compiled_flops(jax.jit(algo.update), carry.agent, batch, jax.random.key(0))
     return {
         "policy": label or name,
+        "num_agents": num_agents,
         "env": settings.env,
         "backend": settings.backend,
         "num_envs": settings.num_envs,
         "updates_per_step": settings.updates_per_step,
-        "env_steps_per_second": chunk_steps / seconds,
+        "env_steps_per_second": chunk_steps * num_agents / seconds,
+        "seconds_per_chunk": seconds,
         "updates_per_second": updates / seconds,
         "replay_ratio": settings.updates_per_step * settings.batch_size / settings.num_envs,
         "compile_seconds": compile_seconds,
@@ -256,6 +268,42 @@ def device_markdown(
         "",
         "Median over timed chunks of the jitted, donated train_chunk (acting, physics, replay "
         "insertion, sampling and the updates), compilation timed apart.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def population_markdown(
+    rows: list[dict[str, Any]], settings: DeviceBenchSettings, info: dict[str, Any]
+) -> str:
+    """The cost of training N agents together, against one."""
+    one = next(r for r in rows if r["num_agents"] == 1)
+    lines = [
+        f"# Populations on the Brax pipeline: {rows[0]['policy']}, {settings.env} "
+        f"({settings.backend}), {settings.num_envs} envs x {settings.updates_per_step} updates "
+        f"per iteration per agent, batch {settings.batch_size}",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, accelerator {info['accelerator']}, "
+        f"JAX {info['jax']}.",
+        "",
+        "| agents N | s per chunk (median) | cost / cost of 1 agent | agent-chunks per s "
+        "| env steps/s (all agents) | updates/s (all agents) | compile (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        seconds = r["seconds_per_chunk"]
+        lines.append(
+            f"| {r['num_agents']} | {seconds:.3f} | {seconds / one['seconds_per_chunk']:.2f}x "
+            f"| {r['num_agents'] / seconds:.2f} | {r['env_steps_per_second']:.0f} "
+            f"| {r['updates_per_second']:.0f} | {r['compile_seconds']:.1f} |"
+        )
+    lines += [
+        "",
+        f"A chunk is {settings.iterations_per_chunk} iterations of every agent (acting, physics, "
+        "replay insertion, sampling, updates) in one jitted, donated call; N agents are one "
+        "vmapped program. Median over timed chunks, compilation timed apart. "
+        "Cost / cost of 1 agent below N means the agents share the machine better than N "
+        "separate runs would.",
         "",
     ]
     return "\n".join(lines)
@@ -322,6 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default="docs/benchmarks", help="folder for the tables")
     parser.add_argument("--skip_brax", action="store_true", help="time the host loop only")
+    parser.add_argument(
+        "--population",
+        default=None,
+        metavar="N,N,...",
+        help="only time populations of these sizes on the Brax pipeline (first policy of "
+        "--policies), e.g. 1,4,16; writes population.md",
+    )
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else BenchSettings()
     names = [n for n in args.policies.split(",") if n]
@@ -334,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     info = machine()
+    if args.population:
+        return _bench_population(args, names[0], info)
     matmul = timing.matmul_rate(256 if args.quick else 2048, repeats=3 if args.quick else 10)
     rows = []
     for name in names:
@@ -372,6 +429,28 @@ def main(argv: list[str] | None = None) -> int:
             "matmul_flops_per_second": matmul,
             "device_pipeline": device_rows,
         },
+    )
+    return 0
+
+
+def _bench_population(args: argparse.Namespace, name: str, info: dict[str, Any]) -> int:
+    try:
+        sizes = [int(n) for n in args.population.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1 or 1 not in sizes:
+        print("error: --population wants positive sizes including 1, e.g. 1,4,16", file=sys.stderr)
+        return 2
+    settings = QUICK_DEVICE if args.quick else DeviceBenchSettings()
+    rows = []
+    for n in sizes:
+        print(f"timing {n} {name} agent(s) on the Brax pipeline ...", file=sys.stderr, flush=True)
+        rows.append(bench_device_chunk(name, settings, num_agents=n))
+    _write(
+        Path(args.out),
+        "population",
+        population_markdown(rows, settings, info),
+        {"machine": info, "settings": dataclasses.asdict(settings), "population": rows},
     )
     return 0
 

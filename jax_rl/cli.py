@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn, TypeVar
@@ -41,11 +41,23 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
         ) from None
 
 
-def _flag_type(default: Any) -> Any:
+def _parse_floats(text: str) -> list[float]:
+    """One value, or several comma-separated ones (a sweep)."""
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number or comma-separated numbers, got {text!r}"
+        ) from None
+
+
+def _flag_type(default: Any, static: bool) -> Any:
     if isinstance(default, tuple):
         return _parse_sizes
     if isinstance(default, bool):
         raise TypeError("boolean config fields are not supported as flags")
+    if isinstance(default, float) and not static:
+        return _parse_floats
     return type(default)
 
 
@@ -122,9 +134,11 @@ MAY_DIFFER_ON_RESUME = frozenset(
 )
 
 
-def run_identity(args: argparse.Namespace, loop_config: Any, algo_config: Any, **env: Any) -> dict:
+def run_identity(
+    args: argparse.Namespace, loop_config: Any, algo_config: Any, **extra: Any
+) -> dict:
     """The settings that define a run (flag name -> value), stored in its checkpoints."""
-    identity: dict[str, Any] = {"policy": args.policy, **env}
+    identity: dict[str, Any] = {"policy": args.policy, **extra}
     identity.update(dataclasses.asdict(loop_config))
     identity["replay_capacity"] = loop_config.capacity
     identity.update({f.name: getattr(algo_config, f.name) for f in dataclasses.fields(algo_config)})
@@ -244,17 +258,19 @@ def add_policy_flags(parser: argparse.ArgumentParser) -> None:
     seen: dict[str, str] = {}
     for name, module in algos.ALGORITHMS.items():
         group = parser.add_argument_group(f"{name} hyperparameters")
-        for field, default, doc, _ in common.describe(module.Config):
+        for field, default, doc, static in common.describe(module.Config):
             if field in seen:
                 continue
             owners = [n for n, m in algos.ALGORITHMS.items() if field in _fields(m)]
             shown = default if len(owners) == 1 else "per policy"
             text = ",".join(map(str, default)) if isinstance(default, tuple) else shown
+            sweepable = isinstance(default, float) and not static
             group.add_argument(
                 f"--{field}",
-                type=_flag_type(default),
+                type=_flag_type(default, static),
                 default=None,
-                help=f"{doc} (default: {text}; {'/'.join(owners)})",
+                help=f"{doc} (default: {text}; {'/'.join(owners)})"
+                + ("; comma-separated values sweep it" if sweepable else ""),
             )
             seen[field] = name
 
@@ -263,14 +279,22 @@ def _fields(module: ModuleType) -> set[str]:
     return {name for name, *_ in common.describe(module.Config)}
 
 
-def build_algo_config(args: argparse.Namespace) -> tuple[ModuleType, Any]:
-    """The chosen learner module and its Config, or a one-line error and exit 2."""
+def build_algo_config(
+    args: argparse.Namespace, allow_sweep: bool = False
+) -> tuple[ModuleType, Any, dict[str, list[float]]]:
+    """The chosen learner module, its Config and the swept fields (field -> values), or a
+    one-line error and exit 2.
+
+    A flag given several comma-separated values is a sweep: the Config holds its
+    first value, and every value is checked. Without `allow_sweep` a sweep is refused.
+    """
     try:
         module = algos.get(args.policy)
     except algos.UnknownPolicyError as e:
         fail(str(e))
     own = _fields(module)
     values: dict[str, Any] = {}
+    sweep: dict[str, list[float]] = {}
     for other in algos.ALGORITHMS.values():
         for field in _fields(other):
             value = getattr(args, field, None)
@@ -278,8 +302,41 @@ def build_algo_config(args: argparse.Namespace) -> tuple[ModuleType, Any]:
                 continue
             if field not in own:
                 fail(f"--{field} does not apply to --policy {args.policy}")
+            if isinstance(value, list):
+                if len(value) > 1:
+                    if not allow_sweep:
+                        fail(
+                            f"--{field} {','.join(map(str, value))}: sweeps run in "
+                            "main_brax.py; give one value here"
+                        )
+                    sweep[field] = value
+                value = value[0]
             values[field] = value
     try:
-        return module, module.Config(**values)
+        config = module.Config(**values)
+        for field, swept in sweep.items():
+            for value in swept:
+                module.Config(**{**values, field: value})
     except ValueError as e:
         fail(str(e))
+    return module, config, sweep
+
+
+def population_of(args: argparse.Namespace, sweep: dict[str, list[float]]) -> list[Any]:
+    """The agents of --num_seeds and the sweep (`population.expand`), or exit 2."""
+    from jax_rl.loops.common import MAX_SEED
+    from jax_rl.population import expand
+
+    if args.num_seeds < 1:
+        fail(f"--num_seeds must be a positive integer, got {args.num_seeds}")
+    if args.seed + args.num_seeds > MAX_SEED:
+        fail(f"seeds {args.seed}..{args.seed + args.num_seeds - 1} exceed the seed range")
+    try:
+        return expand(args.seed, args.num_seeds, sweep)
+    except ValueError as e:
+        fail(str(e))
+
+
+def agent_configs(config: Any, agents: Sequence[Any]) -> list[Any]:
+    """One Config per agent: `config` with the agent's swept values."""
+    return [dataclasses.replace(config, **dict(agent.values)) for agent in agents]

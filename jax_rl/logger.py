@@ -1,12 +1,14 @@
-"""Run output: CSV files of evaluations and training metrics, and a progress bar."""
+"""Run output: CSV files of evaluations and training metrics, and a progress bar
+(for one agent, `RunLogger`, or a population trained together, `PopulationLogger`)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +130,84 @@ class RunLogger:
         """Show `name=value` items after the progress bar (kept until replaced)."""
         self._postfix.update(items)
         self._bar.set_postfix(self._postfix, refresh=False)
+
+
+class PopulationLogger:
+    """The logs of P agents trained together: one RunLogger per agent, one progress bar.
+
+    With one agent its RunLogger is the whole thing (files in its folder, its
+    bar). With several, each agent writes evaluations.csv and train.csv in its
+    own folder and the bar of `top` (the run's folder) shows the population's
+    mean, spread and range of the latest evaluation.
+    """
+
+    def __init__(self, agents: Sequence[RunLogger], top: RunLogger | None = None) -> None:
+        if not agents:
+            raise ValueError("a population needs at least one agent")
+        if top is None and len(agents) > 1:
+            raise ValueError("several agents need a top-level logger for the progress bar")
+        self.agents = list(agents)
+        self.top = top if top is not None else agents[0]
+
+    @classmethod
+    def create(
+        cls, save_dir: Path, agent_dirs: Sequence[Path], total_steps: int, progress: bool = True
+    ) -> PopulationLogger:
+        if len(agent_dirs) == 1 and Path(agent_dirs[0]) == Path(save_dir):
+            return cls([RunLogger(save_dir, total_steps, progress)])
+        top = RunLogger(save_dir, total_steps, progress)
+        return cls([RunLogger(d, total_steps, progress=False) for d in agent_dirs], top)
+
+    @property
+    def wall_time(self) -> float:
+        return self.top.wall_time
+
+    def resume(self, step: int, wall_time: float) -> list[list[dict[str, float]]]:
+        """Each agent's kept evaluation rows (see `RunLogger.resume`)."""
+        kept = [agent.resume(step, wall_time) for agent in self.agents]
+        if self.top not in self.agents:
+            self.top.resume(step, wall_time)
+        return kept
+
+    def advance_to(self, step: int) -> None:
+        self.top.advance_to(step)
+
+    def set_status(self, **items: str) -> None:
+        self.top.set_status(**items)
+
+    def message(self, text: str) -> None:
+        self.top.message(text)
+
+    def log_train(self, step: int, rows: Sequence[Mapping[str, float]]) -> None:
+        for agent, row in zip(self.agents, rows, strict=True):
+            agent.log_train(step, row)
+        if self.top not in self.agents:
+            self.set_status(train_return=_spread([r.get("episode_return", math.nan) for r in rows]))
+
+    def log_evaluation(
+        self, step: int, returns: Sequence[Sequence[float]]
+    ) -> list[dict[str, float]]:
+        """Write each agent's evaluation row (returns[i]: agent i's episode returns)."""
+        rows = [
+            agent.log_evaluation(step, list(r))
+            for agent, r in zip(self.agents, returns, strict=True)
+        ]
+        if self.top not in self.agents:
+            self.set_status(eval_return=_spread([row["return_mean"] for row in rows]))
+        return rows
+
+    def close(self) -> None:
+        for agent in self.agents:
+            agent.close()
+        if self.top not in self.agents:
+            self.top.close()
+
+
+def _spread(values: Sequence[float]) -> str:
+    """`mean+-std [min, max]` over the finite values (what the population bar shows)."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return "nan"
+    mean = sum(finite) / len(finite)
+    std = (sum((v - mean) ** 2 for v in finite) / len(finite)) ** 0.5
+    return f"{mean:.1f}+-{std:.1f} [{min(finite):.0f}, {max(finite):.0f}]"

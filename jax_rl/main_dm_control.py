@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    algo, algo_config = cli.build_algo_config(args)
+    algo, algo_config, _ = cli.build_algo_config(args)
     loop_config = cli.build_loop_config(HostLoopConfig, args)
 
     # Imported late: dm_control and JAX take seconds to load, --help should not.

@@ -2,10 +2,15 @@
 
     python -m jax_rl.plot docs/results/cartpole_swingup --out curves.png
 
+    python -m jax_rl.plot runs/brax-SAC-halfcheetah-10agents-seed0 --out sweep.png
+
 Every folder under the given roots that holds an evaluations.csv is a run;
 runs are grouped by the part of the folder name before `-seed` (for example
-`SAC-seed0`, `SAC-seed1` -> `SAC`). Each group is drawn as the mean over its
-seeds with a band from the lowest to the highest seed, and the final mean is
+`SAC-seed0`, `SAC-seed1` -> `SAC`; the agents of a population run are named
+`<policy>[-<setting>]-seed<seed>`, so each hyperparameter setting is one
+group). Each group is drawn as the mean over its seeds with a band: by default
+the 95% confidence interval of that mean (Student's t, from the seeds' spread),
+or with `--band range` from the lowest to the highest seed. The final mean is
 printed.
 """
 
@@ -40,8 +45,22 @@ def group_runs(roots: list[Path]) -> dict[str, list[Path]]:
     return dict(groups)
 
 
+def confidence_halfwidth(returns: np.ndarray, level: float = 0.95) -> np.ndarray:
+    """Half-width of the t confidence interval of the mean over axis 0 (seeds).
+
+    Zero with a single seed (no spread to estimate from).
+    """
+    n = returns.shape[0]
+    if n < 2:
+        return np.zeros(returns.shape[1:])
+    from scipy import stats
+
+    t = stats.t.ppf(0.5 + level / 2, df=n - 1)
+    return t * returns.std(0, ddof=1) / np.sqrt(n)
+
+
 def summarise(groups: dict[str, list[Path]]) -> dict[str, dict[str, np.ndarray]]:
-    """Per group: the steps every seed reached, and mean/min/max return there."""
+    """Per group: the steps every seed reached, and mean/min/max/CI of the return there."""
     out = {}
     for name, paths in groups.items():
         curves = [read_curve(p) for p in paths]
@@ -53,6 +72,7 @@ def summarise(groups: dict[str, list[Path]]) -> dict[str, dict[str, np.ndarray]]
             "mean": returns.mean(0),
             "min": returns.min(0),
             "max": returns.max(0),
+            "ci95": confidence_halfwidth(returns),
             "final": returns[:, -1],
         }
     return out
@@ -63,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roots", nargs="+", type=Path, help="folders that hold runs")
     parser.add_argument("--out", type=Path, required=True, help="image file to write (.png, .svg)")
     parser.add_argument("--title", default="", help="figure title")
+    parser.add_argument(
+        "--band",
+        choices=("ci95", "range"),
+        default="ci95",
+        help="shaded band: 95%% confidence interval of the mean over seeds, or min-max",
+    )
     args = parser.parse_args(argv)
     groups = group_runs(args.roots)
     if not groups:
@@ -78,15 +104,20 @@ def main(argv: list[str] | None = None) -> int:
     for name, curve in sorted(summarise(groups).items()):
         seeds = len(curve["final"])
         ax.plot(curve["steps"], curve["mean"], label=f"{name} ({seeds} seeds)")
-        ax.fill_between(curve["steps"], curve["min"], curve["max"], alpha=0.2)
+        if args.band == "range":
+            low, high = curve["min"], curve["max"]
+        else:
+            low, high = curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"]
+        ax.fill_between(curve["steps"], low, high, alpha=0.2)
         finals = ", ".join(f"{v:.0f}" for v in curve["final"])
         print(
-            f"{name}: final return mean {curve['final'].mean():.1f} (per seed: {finals}) "
-            f"at step {curve['steps'][-1]}"
+            f"{name}: final return mean {curve['final'].mean():.1f} "
+            f"+- {curve['ci95'][-1]:.1f} (95% CI; per seed: {finals}) at step {curve['steps'][-1]}"
         )
     ax.set_xlabel("environment steps")
     ax.set_ylabel("eval return (deterministic policy)")
-    ax.set_title(args.title)
+    band = "95% CI of the mean" if args.band == "ci95" else "min-max over seeds"
+    ax.set_title(f"{args.title}\n(band: {band})" if args.title else f"band: {band}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

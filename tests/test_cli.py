@@ -134,7 +134,8 @@ def brax_runs(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+# TD3 runs through this entry point in tests/test_population.py (a population).
+@pytest.mark.parametrize("policy", ["SAC", "MPO"])
 def test_brax_entry_point_runs_end_to_end(policy, brax_runs):
     result, out = brax_runs(policy)
     assert result.returncode == 0, result.stderr

@@ -295,8 +295,9 @@ def alpha_loss(alpha_params: dict[str, jax.Array], kl: dict[str, jax.Array], con
 # ---------------------------------------------------------------- interface
 
 
-def _softplus_inverse(x: float) -> float:
-    return x + math.log(-math.expm1(-x))
+def _softplus_inverse(x: jax.Array) -> jax.Array:
+    # Traced: the initial duals are hyperparameters a population may sweep.
+    return x + jnp.log(-jnp.expm1(-x))
 
 
 def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:

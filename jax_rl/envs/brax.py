@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl.envs import UnknownEnvironmentError
+from jax_rl.population import any_agent
 from jax_rl.transition import Transition
 
 BACKENDS = ("positional", "spring", "generalized", "mjx")
@@ -92,6 +93,21 @@ class BraxEnv:
     episode_length: int = 1000
     _env: Any = dataclasses.field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def wrap(cls, name: str, env: Any, episode_length: int = 1000) -> BraxEnv:
+        """Any environment with Brax's `Env` API (`reset(key)`, `step(state, action)`,
+        `observation_size`, `action_size`, a state with `obs`, `reward`, `done`), under
+        `name`: a custom or a test environment, trained like the built-in ones."""
+        wrapped = object.__new__(cls)
+        for field, value in (
+            ("name", name),
+            ("backend", "custom"),
+            ("episode_length", episode_length),
+            ("_env", env),
+        ):
+            object.__setattr__(wrapped, field, value)
+        return wrapped
+
     def __post_init__(self) -> None:
         check_environment(self.name, self.backend)
         if not isinstance(self.episode_length, int) or self.episode_length <= 0:
@@ -157,8 +173,9 @@ class BraxEnv:
             return jax.tree_util.tree_map(pick, fresh, physics)
 
         # Resetting costs a physics initialisation; skip it on the many steps where
-        # no environment finished.
-        physics = jax.lax.cond(done.any(), reset_finished, lambda p: p, physics)
+        # no environment finished (in a population: no environment of any agent, so
+        # that the branch stays a branch under the agents' vmap).
+        physics = jax.lax.cond(any_agent(done.any()), reset_finished, lambda p: p, physics)
         new_state = EnvState(
             physics=physics,
             steps=jnp.where(done, 0, steps),

@@ -29,7 +29,7 @@ import dataclasses
 import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -38,12 +38,14 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from jax_rl import population
 from jax_rl import replay as replay_lib
 from jax_rl.checkpoint import all_finite
 from jax_rl.envs.brax import BraxEnv, EnvState
-from jax_rl.logger import RunLogger
+from jax_rl.logger import PopulationLogger, RunLogger
 from jax_rl.loops.common import (
     Interrupted,
+    NonFiniteError,
     RunControl,
     StopSignals,
     check_collection,
@@ -142,22 +144,43 @@ class Carry(flax.struct.PyTreeNode):
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-    """The jitted programs of the device loop for one learner and one environment."""
+    """The jitted programs of the device loop for one learner and one environment.
+
+    Both work on a population of P agents (P = 1 for an ordinary run): a
+    carry built by `init_population`, whose per-agent leaves have a leading
+    [P] axis (see `carry_axes`). `evaluate(agents, keys [P], uniform)` returns
+    returns [P, eval_episodes].
+    """
 
     train_chunk: Callable[[Carry], Carry]
     evaluate: Callable[[Any, jax.Array, jax.Array], jax.Array]
 
 
+def carry_axes(carry: Carry) -> Carry:
+    """vmap axes of a population carry: None for the counters every agent advances in
+    lock step (replay position/size, update and step counts), 0 for the rest."""
+    axes = population.batched_fields(carry, shared=("num_updates", "env_steps", "updates"))
+    agent = carry.agent
+    agent_axes = population.batched_fields(agent, shared=("step",)) if hasattr(agent, "step") else 0
+    replay_axes = (
+        population.batched_fields(carry.replay, shared=("position", "size"))
+        if carry.replay is not None
+        else None
+    )
+    return axes.replace(agent=agent_axes, replay=replay_axes)
+
+
 def init_carry(
     algo: ModuleType, algo_config: Any, env: BraxEnv, config: DeviceLoopConfig, key: jax.Array
 ) -> Carry:
-    """A fresh learner, an empty buffer and N environments in random initial states."""
+    """One agent: a fresh learner, an empty buffer and N environments in random initial
+    states. (The loop works on populations: see `init_population`.)"""
     spec = replay_lib.ReplaySpec(config.capacity, env.obs_size, env.action_size)
     replay = replay_lib.create(spec)
     agent_key, env_key, key = jax.random.split(key, 3)
     agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config)
     sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, config.batch_size), key)
-    carry = Carry(
+    return Carry(
         agent=agent,
         replay=replay,
         env=env.reset(env_key, config.num_envs),
@@ -169,6 +192,32 @@ def init_carry(
         finished_returns=jnp.float32(0.0),
         finished_episodes=jnp.int32(0),
     )
+
+
+def agent_keys(seeds: Sequence[int]) -> tuple[jax.Array, jax.Array]:
+    """(training keys [P], evaluation keys [P]): agent i's come from jax.random.key(seeds[i])
+    alone, so an agent trains exactly as a run of its own with that seed would."""
+    pairs = [jax.random.split(jax.random.key(seed)) for seed in seeds]
+    return jnp.stack([p[0] for p in pairs]), jnp.stack([p[1] for p in pairs])
+
+
+def init_population(
+    algo: ModuleType,
+    algo_configs: Sequence[Any],
+    env: BraxEnv,
+    config: DeviceLoopConfig,
+    keys: jax.Array,
+) -> Carry:
+    """P agents, agent i with `algo_configs[i]` (equal but for traced fields) and `keys[i]`."""
+    if len(algo_configs) != len(keys):
+        raise ValueError(f"{len(algo_configs)} configs for {len(keys)} keys")
+    configs = population.stack(algo_configs)
+
+    def one(algo_config: Any, key: jax.Array) -> Carry:
+        return init_carry(algo, algo_config, env, config, key)
+
+    axes = carry_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
+    carry = population.over_agents(one, (0, 0), axes, len(keys))(configs, keys)
     # Brax's reset may hand back one array under several names; the chunks donate
     # the carry, and XLA refuses to donate one buffer twice.
     return jax.tree_util.tree_map(jnp.copy, carry)
@@ -282,21 +331,35 @@ def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> P
 
         return rollout_returns(env, config, policy, key)
 
+    def population_chunk(carry: Carry) -> Carry:
+        axes = carry_axes(carry)
+        return population.over_agents(train_chunk, (axes,), axes, carry.key.shape[0])(carry)
+
+    def population_evaluate(agents: Any, keys: jax.Array, uniform: jax.Array) -> jax.Array:
+        axes = carry_axes(Carry(agents, None, None, None, None, None, None, None, None, None))
+        in_axes = (axes.agent, 0, None)
+        return population.over_agents(evaluate, in_axes, 0, keys.shape[0])(agents, keys, uniform)
+
     return Pipeline(
-        train_chunk=jax.jit(train_chunk, donate_argnums=0),
-        evaluate=jax.jit(evaluate),
+        train_chunk=jax.jit(population_chunk, donate_argnums=0),
+        evaluate=jax.jit(population_evaluate),
     )
 
 
 @dataclasses.dataclass
 class TrainResult:
-    carry: Carry
-    evaluations: list[dict[str, float]]  # one row per evaluation, as in evaluations.csv
+    carry: Carry  # the population carry (leading [P] axis on per-agent leaves)
+    evaluations: list[list[dict[str, float]]]  # per agent, one row per evaluation
     pipeline: Pipeline
 
+    def agent(self, i: int = 0) -> Carry:
+        """Agent i's own carry (no population axis)."""
+        return population.index_agent(self.carry, carry_axes(self.carry), i)
 
-def _read_chunk(carry: Carry, batch_size: int) -> tuple[Carry, dict[str, float]]:
-    """The one device-to-host read of a chunk: averaged metrics, counters, episode returns.
+
+def _read_chunk(carry: Carry, batch_size: int) -> tuple[Carry, list[dict[str, float]]]:
+    """The one device-to-host read of a chunk: per agent, averaged metrics, counters and
+    episode returns.
 
     Returns the carry with the per-chunk sums reset.
     """
@@ -310,17 +373,42 @@ def _read_chunk(carry: Carry, batch_size: int) -> tuple[Carry, dict[str, float]]
             carry.env_steps,
         )
     )
-    row = {k: float(v) / max(int(count), 1) for k, v in sums.items()}
-    row["updates"] = int(updates)
-    row["replay_ratio"] = int(updates) * batch_size / max(int(env_steps), 1)
-    row["episode_return"] = float(total_return) / int(episodes) if episodes else float("nan")
+    rows = []
+    for i in range(len(total_return)):
+        row = {k: float(v[i]) / max(int(count), 1) for k, v in sums.items()}
+        row["updates"] = int(updates)
+        row["replay_ratio"] = int(updates) * batch_size / max(int(env_steps), 1)
+        row["episode_return"] = (
+            float(total_return[i]) / int(episodes[i]) if episodes[i] else float("nan")
+        )
+        rows.append(row)
     carry = carry.replace(
         metric_sums=jax.tree_util.tree_map(jnp.zeros_like, carry.metric_sums),
-        num_updates=jnp.int32(0),
-        finished_returns=jnp.float32(0.0),
-        finished_episodes=jnp.int32(0),
+        num_updates=jnp.zeros_like(carry.num_updates),
+        finished_returns=jnp.zeros_like(carry.finished_returns),
+        finished_episodes=jnp.zeros_like(carry.finished_episodes),
     )
-    return carry, row
+    return carry, rows
+
+
+def _place(carry: Carry, config: DeviceLoopConfig, logger: PopulationLogger) -> Carry:
+    """Lay the population out over the local devices (see `population.placement`)."""
+    the_mesh = population.mesh()
+    num_agents = int(carry.key.shape[0])
+    spread = population.placement(num_agents, config.num_envs, len(jax.local_devices()))
+    if the_mesh is None or spread == "one":
+        if the_mesh is not None:
+            logger.message(
+                f"note: {num_agents} agent(s) x {config.num_envs} envs do not divide over "
+                f"{the_mesh.size} devices; running on one device"
+            )
+        return carry
+    if spread == "agents":
+        logger.message(f"{num_agents} agents split over {the_mesh.size} devices")
+        return population.shard_agents(carry, carry_axes(carry), the_mesh)
+    logger.message(f"{config.num_envs} environments split over {the_mesh.size} devices")
+    placed = population.replicate(carry, the_mesh)
+    return placed.replace(env=population.split_envs(placed.env, the_mesh))
 
 
 def train(
@@ -331,94 +419,142 @@ def train(
     logger: RunLogger,
     control: RunControl | None = None,
 ) -> TrainResult:
-    """Train `algo` on N Brax environments; evaluate every `eval_freq` environment steps.
+    """Train one agent (seed `config.seed`) on N Brax environments; see `train_population`."""
+    return train_population(
+        algo, [algo_config], [config.seed], env, config, PopulationLogger([logger]), control
+    )
 
-    With `control`, checkpoint (and resume) at chunk boundaries. Raises
-    NonFiniteError when a loss or parameter stops being finite, Interrupted
-    after saving on SIGINT/SIGTERM.
+
+def train_population(
+    algo: ModuleType,
+    algo_configs: Sequence[Any],
+    seeds: Sequence[int],
+    env: BraxEnv,
+    config: DeviceLoopConfig,
+    logger: PopulationLogger,
+    control: RunControl | None = None,
+) -> TrainResult:
+    """Train P agents (agent i: `algo_configs[i]`, `seeds[i]`) together, each on its own N
+    Brax environments; evaluate every `eval_freq` environment steps.
+
+    Agent i trains exactly as a run of its own with seed `seeds[i]` (to float
+    tolerance: vmapped matrix products may round differently). With
+    `control`, checkpoint (and resume) the whole population at chunk
+    boundaries. A non-finite loss or parameter stops a one-agent run
+    (NonFiniteError); in a population the agent is reported and the others go
+    on, until none is left. Interrupted after saving on SIGINT/SIGTERM.
     """
+    num_agents = len(seeds)
     pipeline = make_pipeline(algo, env, config)
-    key, eval_key = jax.random.split(jax.random.key(config.seed))
-    carry = init_carry(algo, algo_config, env, config, key)
-    finite = jax.jit(all_finite)
+    keys, eval_keys = agent_keys(seeds)
+    carry = _place(init_population(algo, algo_configs, env, config, keys), config, logger)
+    axes = carry_axes(carry)
+    finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
+    diverged: set[int] = set()
 
-    def evaluate(step: int) -> dict[str, float]:
-        nonlocal eval_key
-        eval_key, key = jax.random.split(eval_key)
-        returns = jax.device_get(pipeline.evaluate(carry.agent, key, jnp.bool_(False)))
-        return logger.log_evaluation(step, [float(r) for r in returns])
+    def evaluate(step: int) -> list[dict[str, float]]:
+        nonlocal eval_keys
+        pairs = jax.vmap(jax.random.split)(eval_keys)
+        eval_keys, now = pairs[:, 0], pairs[:, 1]
+        returns = jax.device_get(pipeline.evaluate(carry.agent, now, jnp.bool_(False)))
+        return logger.log_evaluation(step, [[float(r) for r in row] for row in returns])
+
+    def check(step: int, rows: list[dict[str, float]], params_ok: list[bool]) -> None:
+        last_saved = control.last_saved if control is not None else None
+        if num_agents == 1:
+            check_finite(step, rows[0], params_ok[0], last_saved)
+            return
+        for i, (row, ok) in enumerate(zip(rows, params_ok, strict=True)):
+            bad = not ok or any(
+                not math.isfinite(v) for k, v in row.items() if k != "episode_return"
+            )
+            if bad and i not in diverged:
+                diverged.add(i)
+                logger.message(
+                    f"agent {i} (seed {seeds[i]}) diverged at step {step}: non-finite losses "
+                    "or parameters; its logs go on with NaN, the other agents continue"
+                )
+        if len(diverged) == num_agents:
+            raise NonFiniteError(step, "losses or parameters in every agent", last_saved)
 
     first_chunk, next_eval = 0, config.eval_freq
     if control is not None and control.resume:
-        carry, eval_key, next_eval, evaluations = _resume(control, carry, eval_key, logger)
+        carry, eval_keys, next_eval, evaluations = _resume(control, carry, eval_keys, logger)
+        carry = _place(carry, config, logger)
         first_chunk = int(carry.env_steps) // config.chunk_steps
     else:
-        evaluations = [evaluate(0)]
+        evaluations = [[row] for row in evaluate(0)]
     next_save = (
         (first_chunk * config.chunk_steps // control.every + 1) * control.every if control else 0
     )
 
-    def save(step: int) -> None:
+    def save(step: int, params_ok: list[bool]) -> None:
         assert control is not None
         stored = carry if control.keep_replay else carry.replace(replay=None)
         meta = {
             "next_eval": next_eval,
             "wall_time": logger.wall_time,
             "replay_saved": control.keep_replay,
+            "num_agents": num_agents,
         }
-        tree = {"carry": stored, "eval_key": eval_key}
-        control.save(step, bool(finite(carry.agent)), tree, meta)
+        tree = {"carry": stored, "eval_key": eval_keys}
+        # A population keeps saving while one of its agents is still finite.
+        control.save(step, any(params_ok), tree, meta)
 
     last_read, last_updates = time.perf_counter(), int(carry.updates)
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
         for chunk in range(first_chunk, config.num_chunks):
             carry = pipeline.train_chunk(carry)
-            carry, row = _read_chunk(carry, config.batch_size)
+            carry, rows = _read_chunk(carry, config.batch_size)
             now = time.perf_counter()
             env_steps = (chunk + 1) * config.chunk_steps
-            last_saved = control.last_saved if control is not None else None
-            check_finite(env_steps, row, bool(finite(carry.agent)), last_saved)
+            params_ok = [bool(v) for v in jax.device_get(finite(carry.agent))]
+            check(env_steps, rows, params_ok)
+            updates = rows[0]["updates"]
             logger.set_status(
-                env_steps_per_s=f"{config.chunk_steps / (now - last_read):.0f}",
-                updates_per_s=f"{(row['updates'] - last_updates) / (now - last_read):.0f}",
+                env_steps_per_s=f"{num_agents * config.chunk_steps / (now - last_read):.0f}",
+                updates_per_s=f"{num_agents * (updates - last_updates) / (now - last_read):.0f}",
             )
-            last_read, last_updates = now, int(row["updates"])
+            last_read, last_updates = now, int(updates)
             logger.advance_to(env_steps)
-            logger.log_train(env_steps, row)
+            logger.log_train(env_steps, rows)
             last_chunk = chunk == config.num_chunks - 1
             if env_steps >= next_eval or last_chunk:
-                evaluations.append(evaluate(env_steps))
+                for kept, row in zip(evaluations, evaluate(env_steps), strict=True):
+                    kept.append(row)
                 while next_eval <= env_steps:
                     next_eval += config.eval_freq
             if control is None:
                 continue
             received = signals.received if signals is not None else None
             if env_steps >= next_save or last_chunk or received:
-                save(env_steps)
+                save(env_steps, params_ok)
                 while next_save <= env_steps:
                     next_save += control.every
             if received:
                 raise Interrupted(received, env_steps, control.checkpointer.directory)
             control.after_step(env_steps)
 
-    with (logger.save_dir / "agent.msgpack").open("wb") as f:
-        f.write(flax.serialization.to_bytes(carry.agent))
+    for i, agent_logger in enumerate(logger.agents):
+        agent = population.index_agent(carry.agent, axes.agent, i)
+        with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
+            f.write(flax.serialization.to_bytes(agent))
     return TrainResult(carry, evaluations, pipeline)
 
 
 def _resume(
-    control: RunControl, carry: Carry, eval_key: jax.Array, logger: RunLogger
-) -> tuple[Carry, jax.Array, int, list[dict[str, float]]]:
-    """The newest checkpoint's carry, evaluation key and next evaluation step; the logs
+    control: RunControl, carry: Carry, eval_keys: jax.Array, logger: PopulationLogger
+) -> tuple[Carry, jax.Array, int, list[list[dict[str, float]]]]:
+    """The newest checkpoint's carry, evaluation keys and next evaluation step; the logs
     continued from there."""
     restored, meta = control.load(
         lambda meta: {
             "carry": carry if meta["replay_saved"] else carry.replace(replay=None),
-            "eval_key": eval_key,
+            "eval_key": eval_keys,
         }
     )
     fresh_replay = carry.replay
-    carry, eval_key = restored["carry"], restored["eval_key"]
+    carry, eval_keys = restored["carry"], restored["eval_key"]
     step = meta["step"]
     if not meta["replay_saved"]:
         carry = carry.replace(replay=fresh_replay)
@@ -428,4 +564,4 @@ def _resume(
             "from an uninterrupted one"
         )
     logger.message(f"resumed from the checkpoint at step {step}")
-    return carry, eval_key, meta["next_eval"], logger.resume(step, meta["wall_time"])
+    return carry, eval_keys, meta["next_eval"], logger.resume(step, meta["wall_time"])

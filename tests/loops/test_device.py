@@ -59,10 +59,11 @@ def test_counters_add_up(trained):
 
 def test_short_run_improves_over_random(trained):
     algo, env, config, result, _ = trained
+    keys = jax.random.key(9)[None]
     random = jax.device_get(
-        result.pipeline.evaluate(result.carry.agent, jax.random.key(9), jnp.bool_(True))
+        result.pipeline.evaluate(result.carry.agent, keys, jnp.bool_(True))
     ).mean()
-    final = result.evaluations[-1]["return_mean"]
+    final = result.evaluations[0][-1]["return_mean"]
     # Balancing for the whole 100-step episode scores 100; random actions about 5-15.
     assert final > 3 * random and final > 50, (final, random)
 
@@ -71,7 +72,7 @@ def test_evaluation_rows_are_written(trained):
     _, _, _, result, out = trained
     steps = [int(line.split(",")[0]) for line in (out / "evaluations.csv").read_text().split()[1:]]
     assert steps == [0, 3072, 6144]
-    assert [int(row["step"]) for row in result.evaluations] == steps
+    assert [int(row["step"]) for row in result.evaluations[0]] == steps
 
 
 @pytest.mark.parametrize(

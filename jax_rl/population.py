@@ -1,0 +1,248 @@
+"""Many agents in one compiled program: seeds and hyperparameter sweeps.
+
+A population is a list of `AgentSpec`s: each agent has its own seed and its
+own values of the swept continuous hyperparameters (learning rates, tau,
+discount, noise scales, MPO's epsilons: the learners keep these as traced
+values, so agents that differ only in them share one program). Everything an
+agent owns (parameters, optimizer states, replay buffer, environments, keys)
+gets a leading [P] axis and the loop's per-agent function is `jax.vmap`ped.
+
+Counters that every agent advances in lock step (replay position and size,
+update and step counts) are *shared*: they stay unbatched (vmap axis None).
+That keeps the loops' `lax.cond`s (the prefill switch, TD3's delayed actor
+update, MPO's target copy) real branches under vmap, instead of the
+both-branches `select` a batched predicate would turn them into.
+
+`over_agents` builds the population version of a function; with one agent it
+indexes the leading axis away instead of vmapping (XLA runs a size-1 vmap of
+the learners' updates measurably slower than the plain function).
+
+`placement`, `shard_agents` and `split_envs` lay a population out over the
+local devices (`jax.sharding`): agents along a one-axis mesh, or, for a
+single agent, its environments. The programs are the same; XLA's SPMD
+partitioner splits them (agents never communicate; a single agent's split
+environments meet again at the replay insert).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+AXIS = "agents"
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """One agent of a population: its seed and its values of the swept hyperparameters."""
+
+    index: int
+    seed: int
+    values: tuple[tuple[str, float], ...]  # (field, value) of every swept field, sorted
+
+    @property
+    def setting(self) -> str:
+        """The label of its hyperparameter setting (shared by the seeds of one setting)."""
+        return ",".join(f"{k}={v:g}" for k, v in self.values)
+
+    def folder(self, policy: str) -> str:
+        """Its log folder: `<policy>[-<setting>]-seed<seed>` (what `jax_rl.plot` groups by)."""
+        middle = f"-{self.setting}" if self.values else ""
+        return f"{policy}{middle}-seed{self.seed}"
+
+
+def expand(base_seed: int, num_seeds: int, sweep: Mapping[str, Sequence[float]]) -> list[AgentSpec]:
+    """Every combination of the swept values, each with seeds base_seed .. base_seed+num_seeds-1.
+
+    Ordered setting-major: the agents of one setting are consecutive.
+    """
+    if num_seeds < 1:
+        raise ValueError(f"num_seeds must be a positive integer, got {num_seeds}")
+    for name, values in sweep.items():
+        if not values:
+            raise ValueError(f"--{name}: no values given")
+        if len(set(values)) != len(values):
+            raise ValueError(f"--{name}: a value is given twice in {list(values)}")
+    names = sorted(sweep)
+    settings = list(itertools.product(*(sweep[n] for n in names)))
+    agents = []
+    for setting in settings:
+        for offset in range(num_seeds):
+            index = len(agents)
+            values = tuple((n, float(v)) for n, v in zip(names, setting, strict=True))
+            agents.append(AgentSpec(index, base_seed + offset, values))
+    return agents
+
+
+def batched_fields(node: Any, shared: Sequence[str] = ()) -> Any:
+    """A vmap axes prefix for a flax struct node: axis 0 for every field, None for `shared`."""
+    axes = {
+        f.name: (None if f.name in shared else 0)
+        for f in dataclasses.fields(node)
+        if f.metadata.get("pytree_node", True)
+    }
+    return dataclasses.replace(node, **axes)
+
+
+def stack(trees: Sequence[Any]) -> Any:
+    """Stack equal-structured pytrees (one per agent) along a new leading axis."""
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+
+
+def _map_prefix(fn: Callable[[Any, Any], Any], axes: Any, tree: Any) -> Any:
+    """Apply fn(axis, subtree) at every leaf of the axes prefix tree."""
+    return jax.tree_util.tree_map(fn, axes, tree, is_leaf=lambda x: x is None)
+
+
+def index_agent(tree: Any, axes: Any, i: int) -> Any:
+    """Agent i's slice of a population tree (shared leaves as they are)."""
+    return _map_prefix(
+        lambda a, sub: sub if a is None else jax.tree_util.tree_map(lambda x: x[i], sub),
+        axes,
+        tree,
+    )
+
+
+def _expand_one(tree: Any, axes: Any) -> Any:
+    return _map_prefix(
+        lambda a, sub: sub if a is None else jax.tree_util.tree_map(lambda x: x[None], sub),
+        axes,
+        tree,
+    )
+
+
+def over_agents(
+    fn: Callable[..., Any], in_axes: tuple[Any, ...], out_axes: Any, size: int
+) -> Callable[..., Any]:
+    """fn on one agent -> fn on a population of `size` agents (not jitted).
+
+    `in_axes`/`out_axes` are vmap-style prefixes: 0 for per-agent values,
+    None for shared ones. A size-1 population indexes instead of vmapping.
+    """
+    if size > 1:
+        return jax.vmap(fn, in_axes=in_axes, out_axes=out_axes, axis_name=AXIS)
+
+    def one(*args: Any) -> Any:
+        single = [index_agent(x, a, 0) for x, a in zip(args, in_axes, strict=True)]
+        return _expand_one(fn(*single), out_axes)
+
+    return one
+
+
+def any_agent(predicate: jax.Array) -> jax.Array:
+    """True where `predicate` holds for at least one agent of the population being traced.
+
+    Under `over_agents`' vmap this is an unbatched value, so a `lax.cond` on it
+    stays a branch; outside a population it is `predicate` itself.
+    """
+    try:
+        return jax.lax.psum(predicate.astype(jnp.int32), AXIS) > 0
+    except NameError:  # not inside a population vmap
+        return predicate
+
+
+# --- Several devices -----------------------------------------------------------------
+
+
+def mesh() -> Mesh | None:
+    """A one-axis mesh over the local devices, or None where there is only one."""
+    devices = jax.local_devices()
+    if len(devices) < 2:
+        return None
+    return Mesh(np.array(devices), (AXIS,))
+
+
+def placement(num_agents: int, num_envs: int, num_devices: int) -> str:
+    """How a population is laid out over `num_devices` devices: "agents", "envs" or "one".
+
+    Agents are split over the devices when their number is a multiple of the
+    device count; a single agent's environments are split when theirs is;
+    otherwise everything stays on one device.
+    """
+    if num_devices < 2:
+        return "one"
+    if num_agents > 1 and num_agents % num_devices == 0:
+        return "agents"
+    if num_agents == 1 and num_envs % num_devices == 0:
+        return "envs"
+    return "one"
+
+
+def shard_agents(tree: Any, axes: Any, the_mesh: Mesh) -> Any:
+    """Per-agent leaves split along their leading axis over the mesh; shared ones replicated."""
+    replicated = NamedSharding(the_mesh, PartitionSpec())
+    split = NamedSharding(the_mesh, PartitionSpec(AXIS))
+    return _map_prefix(
+        lambda a, sub: jax.device_put(sub, replicated if a is None else split), axes, tree
+    )
+
+
+def replicate(tree: Any, the_mesh: Mesh) -> Any:
+    return jax.device_put(tree, NamedSharding(the_mesh, PartitionSpec()))
+
+
+def split_envs(envs: Any, the_mesh: Mesh) -> Any:
+    """One agent's environment states [1, N, ...] split along N over the mesh.
+
+    Leaves without an environment axis (a key) are replicated.
+    """
+
+    def place(x: jax.Array) -> jax.Array:
+        if x.ndim >= 2 and x.shape[1] % the_mesh.size == 0:
+            return jax.device_put(x, NamedSharding(the_mesh, PartitionSpec(None, AXIS)))
+        return jax.device_put(x, NamedSharding(the_mesh, PartitionSpec()))
+
+    return jax.tree_util.tree_map(place, envs)
+
+
+# --- Ranking a sweep -------------------------------------------------------------------
+
+
+def rank_settings(agents: Sequence[AgentSpec], finals: Sequence[float]) -> list[dict[str, Any]]:
+    """One row per setting, best first: mean, std, min, max of the agents' final returns.
+
+    Agents whose final return is not finite (diverged) count as such and rank last.
+    """
+    groups: dict[str, list[tuple[AgentSpec, float]]] = {}
+    for agent, final in zip(agents, finals, strict=True):
+        groups.setdefault(agent.setting, []).append((agent, final))
+    rows = []
+    for setting, members in groups.items():
+        values = np.array([f for _, f in members], np.float64)
+        finite = values[np.isfinite(values)]
+        rows.append(
+            {
+                "setting": setting or "(defaults)",
+                "seeds": len(members),
+                "diverged": int(len(values) - len(finite)),
+                "mean": float(finite.mean()) if len(finite) else math.nan,
+                "std": float(finite.std()) if len(finite) else math.nan,
+                "min": float(finite.min()) if len(finite) else math.nan,
+                "max": float(finite.max()) if len(finite) else math.nan,
+                **dict(members[0][0].values),
+            }
+        )
+    rows.sort(key=lambda r: (r["diverged"] > 0, -r["mean"] if math.isfinite(r["mean"]) else 0))
+    return rows
+
+
+def ranking_markdown(rows: Sequence[Mapping[str, Any]], policy: str) -> str:
+    """The ranking as a Markdown table."""
+    lines = [
+        f"| rank | {policy} setting | seeds | final return mean | std | min | max | diverged |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for rank, r in enumerate(rows, 1):
+        lines.append(
+            f"| {rank} | {r['setting']} | {r['seeds']} | {r['mean']:.1f} | {r['std']:.1f} | "
+            f"{r['min']:.1f} | {r['max']:.1f} | {r['diverged']} |"
+        )
+    return "\n".join(lines) + "\n"
