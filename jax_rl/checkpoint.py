@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: Brax runs store a population (leading agent axis)
 ARRAYS, META = "arrays", "meta"
 
 
@@ -139,8 +139,13 @@ class Checkpointer:
         meta = self.read_meta(step)
         expected = describe_leaves(template)
         _check_leaves(meta["leaves"], expected)
+        # Onto one local device, whatever the layout at saving time (a population may have
+        # been split over devices that this machine does not have); the loops lay it out.
+        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
         abstract = {
-            f"{i:05d}": jax.ShapeDtypeStruct(tuple(d["shape"]), jnp.dtype(d["dtype"]))
+            f"{i:05d}": jax.ShapeDtypeStruct(
+                tuple(d["shape"]), jnp.dtype(d["dtype"]), sharding=device
+            )
             for i, d in enumerate(expected)
         }
         try:

@@ -250,8 +250,9 @@ def build_loop_config(config_class: type, args: argparse.Namespace, **extra: Any
         fail(str(e))
 
 
-def add_policy_flags(parser: argparse.ArgumentParser) -> None:
-    """--policy and one flag per learner hyperparameter (default: the Config default)."""
+def add_policy_flags(parser: argparse.ArgumentParser, sweeps: bool = False) -> None:
+    """--policy and one flag per learner hyperparameter (default: the Config default);
+    with `sweeps`, continuous ones say they take comma-separated values."""
     parser.add_argument(
         "--policy", default="TD3", choices=algos.POLICY_CHOICES, help="the learner to train"
     )
@@ -264,7 +265,7 @@ def add_policy_flags(parser: argparse.ArgumentParser) -> None:
             owners = [n for n, m in algos.ALGORITHMS.items() if field in _fields(m)]
             shown = default if len(owners) == 1 else "per policy"
             text = ",".join(map(str, default)) if isinstance(default, tuple) else shown
-            sweepable = isinstance(default, float) and not static
+            sweepable = sweeps and isinstance(default, float) and not static
             group.add_argument(
                 f"--{field}",
                 type=_flag_type(default, static),

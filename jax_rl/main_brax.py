@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
@@ -69,7 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "program; crossed with any swept hyperparameter",
     )
     cli.add_run_flags(parser, defaults)
-    cli.add_policy_flags(parser)
+    cli.add_policy_flags(parser, sweeps=True)
     return parser.parse_args(argv)
 
 
@@ -176,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             "updates": int(result.carry.updates),
             "wall_time": logger.wall_time,
         }
-        (agent_logger.save_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        (agent_logger.save_dir / "summary.json").write_text(
+            json.dumps(_json_safe(summary), indent=2)
+        )
     if len(agents) == 1:
         print(
             f"final eval return {finals[0]['return_mean']:.1f} +- {finals[0]['return_std']:.1f} "
@@ -192,21 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     (save_dir / "summary.json").write_text(
         json.dumps(
-            {
-                "agents": [
-                    {
-                        "folder": a.folder(args.policy),
-                        "seed": a.seed,
-                        **dict(a.values),
-                        "final_return_mean": f["return_mean"],
-                    }
-                    for a, f in zip(agents, finals, strict=True)
-                ],
-                "ranking": ranking,
-                "uniform_random_return_mean": float(random_returns.mean()),
-                "env_steps_per_agent": total,
-                "wall_time": logger.wall_time,
-            },
+            _json_safe(
+                {
+                    "agents": [
+                        {
+                            "folder": a.folder(args.policy),
+                            "seed": a.seed,
+                            **dict(a.values),
+                            "final_return_mean": f["return_mean"],
+                        }
+                        for a, f in zip(agents, finals, strict=True)
+                    ],
+                    "ranking": ranking,
+                    "uniform_random_return_mean": float(random_returns.mean()),
+                    "env_steps_per_agent": total,
+                    "wall_time": logger.wall_time,
+                }
+            ),
             indent=2,
         )
     )
@@ -217,6 +223,17 @@ def main(argv: list[str] | None = None) -> int:
         f"curves: python -m jax_rl.plot {save_dir} --out {save_dir / 'curves.png'}"
     )
     return 0
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` with NaN/inf floats (a diverged agent's returns) as null: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _describe(agents: list, sweep: dict[str, list[float]]) -> str:

@@ -10,8 +10,10 @@ gets a leading [P] axis and the loop's per-agent function is `jax.vmap`ped.
 Counters that every agent advances in lock step (replay position and size,
 update and step counts) are *shared*: they stay unbatched (vmap axis None).
 That keeps the loops' `lax.cond`s (the prefill switch, TD3's delayed actor
-update, MPO's target copy) real branches under vmap, instead of the
-both-branches `select` a batched predicate would turn them into.
+update) real branches under vmap, instead of the both-branches `select` a
+batched predicate would turn them into. Brax's resets branch on `any_agent`:
+the agents exchange one boolean per step (did any environment of any agent
+end?), their only communication, so that resets stay a branch too.
 
 `over_agents` builds the population version of a function; with one agent it
 indexes the leading axis away instead of vmapping (XLA runs a size-1 vmap of
@@ -20,8 +22,8 @@ the learners' updates measurably slower than the plain function).
 `placement`, `shard_agents` and `split_envs` lay a population out over the
 local devices (`jax.sharding`): agents along a one-axis mesh, or, for a
 single agent, its environments. The programs are the same; XLA's SPMD
-partitioner splits them (agents never communicate; a single agent's split
-environments meet again at the replay insert).
+partitioner splits them (agents share only that reset boolean; a single
+agent's split environments meet again at the replay insert).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class AgentSpec:
     @property
     def setting(self) -> str:
         """The label of its hyperparameter setting (shared by the seeds of one setting)."""
-        return ",".join(f"{k}={v:g}" for k, v in self.values)
+        return ",".join(f"{k}={v:.6g}" for k, v in self.values)
 
     def folder(self, policy: str) -> str:
         """Its log folder: `<policy>[-<setting>]-seed<seed>` (what `jax_rl.plot` groups by)."""
@@ -69,8 +71,12 @@ def expand(base_seed: int, num_seeds: int, sweep: Mapping[str, Sequence[float]])
     for name, values in sweep.items():
         if not values:
             raise ValueError(f"--{name}: no values given")
-        if len(set(values)) != len(values):
-            raise ValueError(f"--{name}: a value is given twice in {list(values)}")
+        labels = [f"{float(v):.6g}" for v in values]
+        if len(set(labels)) != len(labels):
+            raise ValueError(
+                f"--{name}: values {list(values)} repeat (to 6 significant digits, which "
+                "name the agents' folders)"
+            )
     names = sorted(sweep)
     settings = list(itertools.product(*(sweep[n] for n in names)))
     agents = []
@@ -224,13 +230,15 @@ def rank_settings(agents: Sequence[AgentSpec], finals: Sequence[float]) -> list[
                 "seeds": len(members),
                 "diverged": int(len(values) - len(finite)),
                 "mean": float(finite.mean()) if len(finite) else math.nan,
-                "std": float(finite.std()) if len(finite) else math.nan,
+                "std": float(finite.std(ddof=1)) if len(finite) > 1 else 0.0,
                 "min": float(finite.min()) if len(finite) else math.nan,
                 "max": float(finite.max()) if len(finite) else math.nan,
                 **dict(members[0][0].values),
             }
         )
-    rows.sort(key=lambda r: (r["diverged"] > 0, -r["mean"] if math.isfinite(r["mean"]) else 0))
+    rows.sort(
+        key=lambda r: (r["diverged"] > 0, -r["mean"] if math.isfinite(r["mean"]) else math.inf)
+    )
     return rows
 
 

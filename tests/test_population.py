@@ -37,8 +37,13 @@ SAC_TAUS = (0.005, 0.05)
 ALGOS = {"TD3": td3, "SAC": sac, "MPO": mpo}
 
 
+# One object for the module (compiled programs are cached per environment object). Its
+# episodes end early where |x| >= 0.5, so environments (and agents) end at different steps.
+POINT = point_mass_env(episode_length=LOOP["episode_length"], terminate_beyond=0.5)
+
+
 def point_env():
-    return point_mass_env(episode_length=LOOP["episode_length"])
+    return POINT
 
 
 def _train(algo, configs, seeds, out: Path):
@@ -139,6 +144,24 @@ def test_sweep_gives_each_agent_its_values(runs, tmp_path):
     assert moved(2) > 3 * moved(0) and moved(3) > 3 * moved(1)
 
 
+def test_terminations_differ_between_agents(runs):
+    _, together, _ = runs["TD3"]
+    done = [np.asarray(together.agent(i).replay.data.discount) == 0.0 for i in range(2)]
+    assert done[0].any() and done[1].any() and (done[0] != done[1]).any()
+
+
+def test_a_diverging_agent_is_reported_and_the_others_go_on(runs, tmp_path, capsys):
+    # Same shapes as the TD3 population above: its compiled program is reused.
+    configs = [td3.Config(hidden_sizes=HIDDEN), td3.Config(hidden_sizes=HIDDEN, actor_lr=1e30)]
+    configs[1] = configs[1].replace(critic_lr=1e30)
+    result = _train(td3, configs, [0, 1], tmp_path)
+    assert "agent 1 (seed 1) diverged at step" in capsys.readouterr().err
+    finals = [rows[-1]["return_mean"] for rows in result.evaluations]
+    assert np.isfinite(finals[0]) and not np.isfinite(finals[1])
+    _, together, _ = runs["TD3"]
+    _assert_close(result.agent(0).agent, together.agent(0).agent)
+
+
 def test_expand_crosses_settings_with_seeds_and_ranks_them():
     agents = population.expand(5, 2, {"tau": [0.01, 0.02], "actor_lr": [1e-3]})
     assert [a.seed for a in agents] == [5, 6, 5, 6]
@@ -146,7 +169,7 @@ def test_expand_crosses_settings_with_seeds_and_ranks_them():
     ranking = population.rank_settings(agents, [1.0, 3.0, 10.0, float("nan")])
     assert [r["setting"] for r in ranking] == ["actor_lr=0.001,tau=0.01", "actor_lr=0.001,tau=0.02"]
     assert ranking[0]["mean"] == 2.0 and ranking[1]["diverged"] == 1
-    with pytest.raises(ValueError, match="given twice"):
+    with pytest.raises(ValueError, match="repeat"):
         population.expand(0, 1, {"tau": [0.1, 0.1]})
 
 

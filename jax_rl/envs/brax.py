@@ -92,6 +92,9 @@ class BraxEnv:
     backend: str = DEFAULT_BACKEND
     episode_length: int = 1000
     _env: Any = dataclasses.field(default=None, repr=False, compare=False)
+    # A wrapped custom environment is itself part of the identity (compared by object):
+    # two of them under one name must not share compiled programs.
+    _custom: Any = dataclasses.field(default=None, repr=False, compare=True)
 
     @classmethod
     def wrap(cls, name: str, env: Any, episode_length: int = 1000) -> BraxEnv:
@@ -104,6 +107,7 @@ class BraxEnv:
             ("backend", "custom"),
             ("episode_length", episode_length),
             ("_env", env),
+            ("_custom", env),
         ):
             object.__setattr__(wrapped, field, value)
         return wrapped

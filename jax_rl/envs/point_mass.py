@@ -24,10 +24,17 @@ class PointMassState(flax.struct.PyTreeNode):
 
 
 class PointMass:
-    """x' = clip(x + 0.1 v'), v' = 0.9 v + 0.1 a; start x ~ U(-1, 1), v = 0; reward -x'^2."""
+    """x' = clip(x + 0.1 v'), v' = 0.9 v + 0.1 a; start x ~ U(-1, 1), v = 0; reward -x'^2.
+
+    With `terminate_beyond`, an episode ends (a true terminal) once |x'| >= that
+    bound: episodes then end at different steps in different environments.
+    """
 
     observation_size = 2
     action_size = 1
+
+    def __init__(self, terminate_beyond: float | None = None) -> None:
+        self.terminate_beyond = terminate_beyond
 
     def reset(self, key: jax.Array) -> PointMassState:
         x = jax.random.uniform(key, (), minval=-1.0, maxval=1.0)
@@ -37,8 +44,12 @@ class PointMass:
         x, v = state.obs
         v = 0.9 * v + 0.1 * action[0]
         x = jnp.clip(x + 0.1 * v, -2.0, 2.0)
-        return PointMassState(jnp.stack([x, v]), -(x**2), jnp.float32(0.0))
+        done = jnp.float32(0.0)
+        if self.terminate_beyond is not None:
+            done = (jnp.abs(x) >= self.terminate_beyond).astype(jnp.float32)
+        return PointMassState(jnp.stack([x, v]), -(x**2), done)
 
 
-def point_mass_env(episode_length: int = 100) -> BraxEnv:
-    return BraxEnv.wrap("point_mass", PointMass(), episode_length=episode_length)
+def point_mass_env(episode_length: int = 100, terminate_beyond: float | None = None) -> BraxEnv:
+    """A new environment object (compiled programs are cached per object)."""
+    return BraxEnv.wrap("point_mass", PointMass(terminate_beyond), episode_length=episode_length)

@@ -190,12 +190,20 @@ class StopSignals:
             signal.signal(signum, handler)
 
 
+def first_non_finite(metrics: dict[str, float]) -> str | None:
+    """The name of the first non-finite learner metric (not the episode return), or None."""
+    for name, value in metrics.items():
+        if name != "episode_return" and not math.isfinite(value):
+            return name
+    return None
+
+
 def check_finite(
     step: int, metrics: dict[str, float], params_finite: bool, last: int | None
 ) -> None:
     """Raise NonFiniteError naming the first non-finite metric (or the parameters)."""
-    for name, value in metrics.items():
-        if name != "episode_return" and not math.isfinite(value):
-            raise NonFiniteError(step, name, last)
+    name = first_non_finite(metrics)
+    if name is not None:
+        raise NonFiniteError(step, name, last)
     if not params_finite:
         raise NonFiniteError(step, "parameter", last)

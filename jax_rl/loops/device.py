@@ -51,6 +51,7 @@ from jax_rl.loops.common import (
     check_collection,
     check_finite,
     check_positive_ints,
+    first_non_finite,
     replay_capacity,
     zero_metrics,
 )
@@ -393,20 +394,21 @@ def _read_chunk(carry: Carry, batch_size: int) -> tuple[Carry, list[dict[str, fl
 
 def _place(carry: Carry, config: DeviceLoopConfig, logger: PopulationLogger) -> Carry:
     """Lay the population out over the local devices (see `population.placement`)."""
-    the_mesh = population.mesh()
-    num_agents = int(carry.key.shape[0])
-    spread = population.placement(num_agents, config.num_envs, len(jax.local_devices()))
-    if the_mesh is None or spread == "one":
-        if the_mesh is not None:
+    num_agents, num_devices = int(carry.key.shape[0]), len(jax.local_devices())
+    spread = population.placement(num_agents, config.num_envs, num_devices)
+    if spread == "one":
+        if num_devices > 1:
             logger.message(
                 f"note: {num_agents} agent(s) x {config.num_envs} envs do not divide over "
-                f"{the_mesh.size} devices; running on one device"
+                f"{num_devices} devices; running on one device"
             )
         return carry
+    the_mesh = population.mesh()
+    assert the_mesh is not None
     if spread == "agents":
-        logger.message(f"{num_agents} agents split over {the_mesh.size} devices")
+        logger.message(f"{num_agents} agents split over {num_devices} devices")
         return population.shard_agents(carry, carry_axes(carry), the_mesh)
-    logger.message(f"{config.num_envs} environments split over {the_mesh.size} devices")
+    logger.message(f"{config.num_envs} environments split over {num_devices} devices")
     placed = population.replicate(carry, the_mesh)
     return placed.replace(env=population.split_envs(placed.env, the_mesh))
 
@@ -435,7 +437,8 @@ def train_population(
     control: RunControl | None = None,
 ) -> TrainResult:
     """Train P agents (agent i: `algo_configs[i]`, `seeds[i]`) together, each on its own N
-    Brax environments; evaluate every `eval_freq` environment steps.
+    Brax environments; evaluate every `eval_freq` environment steps. (`config.seed` is not
+    used: the seeds are the agents'.)
 
     Agent i trains exactly as a run of its own with seed `seeds[i]` (to float
     tolerance: vmapped matrix products may round differently). With
@@ -447,7 +450,7 @@ def train_population(
     num_agents = len(seeds)
     pipeline = make_pipeline(algo, env, config)
     keys, eval_keys = agent_keys(seeds)
-    carry = _place(init_population(algo, algo_configs, env, config, keys), config, logger)
+    carry = init_population(algo, algo_configs, env, config, keys)
     axes = carry_axes(carry)
     finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
     diverged: set[int] = set()
@@ -465,9 +468,7 @@ def train_population(
             check_finite(step, rows[0], params_ok[0], last_saved)
             return
         for i, (row, ok) in enumerate(zip(rows, params_ok, strict=True)):
-            bad = not ok or any(
-                not math.isfinite(v) for k, v in row.items() if k != "episode_return"
-            )
+            bad = not ok or first_non_finite(row) is not None
             if bad and i not in diverged:
                 diverged.add(i)
                 logger.message(
@@ -478,11 +479,12 @@ def train_population(
             raise NonFiniteError(step, "losses or parameters in every agent", last_saved)
 
     first_chunk, next_eval = 0, config.eval_freq
-    if control is not None and control.resume:
+    resumed = control is not None and control.resume
+    if resumed:
         carry, eval_keys, next_eval, evaluations = _resume(control, carry, eval_keys, logger)
-        carry = _place(carry, config, logger)
         first_chunk = int(carry.env_steps) // config.chunk_steps
-    else:
+    carry = _place(carry, config, logger)
+    if not resumed:
         evaluations = [[row] for row in evaluate(0)]
     next_save = (
         (first_chunk * config.chunk_steps // control.every + 1) * control.every if control else 0
@@ -495,7 +497,6 @@ def train_population(
             "next_eval": next_eval,
             "wall_time": logger.wall_time,
             "replay_saved": control.keep_replay,
-            "num_agents": num_agents,
         }
         tree = {"carry": stored, "eval_key": eval_keys}
         # A population keeps saving while one of its agents is still finite.
