@@ -13,7 +13,7 @@ from jax_rl.algos import sac, td3
 from jax_rl.checkpoint import Checkpointer, CheckpointError, all_finite, check_same_run
 from jax_rl.envs.dm_control import DMControlEnv
 from jax_rl.envs.point_mass import point_mass_env
-from jax_rl.logger import RunLogger
+from jax_rl.logger import PopulationLogger, RunLogger
 from jax_rl.loops import device, host
 from jax_rl.loops.common import NonFiniteError, RunControl
 
@@ -217,3 +217,34 @@ def test_device_loop_stops_on_a_non_finite_loss(point_mass, tmp_path):
         _device_run(td3, point_mass, tmp_path, actor_lr=1e30, critic_lr=1e30)
     latest = Checkpointer(tmp_path / "checkpoints").latest_step()
     assert latest is None or latest >= 128
+
+
+def _population_run(env, out, crash_at=None, resume=False):
+    config = device.DeviceLoopConfig(**DEVICE)
+    dirs = [out / "a", out / "b"]
+    agents = [
+        CrashingLogger(d, config.total_steps, progress=False, crash_at=crash_at) for d in dirs
+    ]
+    logger = PopulationLogger(agents, RunLogger(out, config.total_steps, progress=False))
+    control = RunControl(
+        Checkpointer(out / "checkpoints"), every=128, resume=resume, identity={"policy": "x"}
+    )
+    configs = [td3.Config(hidden_sizes=(16,), tau=tau) for tau in (0.005, 0.05)]
+    try:
+        return device.train_population(td3, configs, [3, 4], env, config, logger, control)
+    finally:
+        logger.close()
+
+
+def test_population_killed_and_resumed_ends_as_the_uninterrupted_one(point_mass, tmp_path):
+    whole = _population_run(point_mass, tmp_path / "whole")
+    with pytest.raises(Crash):
+        _population_run(point_mass, tmp_path / "cut", crash_at=320)
+    assert Checkpointer(tmp_path / "cut" / "checkpoints").latest_step() == 256
+    resumed = _population_run(point_mass, tmp_path / "cut", resume=True)
+    for name in ("a", "b"):
+        assert _evaluations(tmp_path / "cut" / name) == _evaluations(tmp_path / "whole" / name)
+    for i in range(2):
+        assert flax.serialization.to_bytes(resumed.agent(i).agent) == flax.serialization.to_bytes(
+            whole.agent(i).agent
+        )
