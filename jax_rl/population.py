@@ -79,12 +79,11 @@ def expand(base_seed: int, num_seeds: int, sweep: Mapping[str, Sequence[float]])
             )
     names = sorted(sweep)
     settings = list(itertools.product(*(sweep[n] for n in names)))
-    agents = []
+    agents: list[AgentSpec] = []
     for setting in settings:
+        pairs = tuple((n, float(v)) for n, v in zip(names, setting, strict=True))
         for offset in range(num_seeds):
-            index = len(agents)
-            values = tuple((n, float(v)) for n, v in zip(names, setting, strict=True))
-            agents.append(AgentSpec(index, base_seed + offset, values))
+            agents.append(AgentSpec(len(agents), base_seed + offset, pairs))
     return agents
 
 
@@ -220,7 +219,7 @@ def rank_settings(agents: Sequence[AgentSpec], finals: Sequence[float]) -> list[
     groups: dict[str, list[tuple[AgentSpec, float]]] = {}
     for agent, final in zip(agents, finals, strict=True):
         groups.setdefault(agent.setting, []).append((agent, final))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for setting, members in groups.items():
         values = np.array([f for _, f in members], np.float64)
         finite = values[np.isfinite(values)]

@@ -161,14 +161,17 @@ def carry_axes(carry: Carry) -> Carry:
     """vmap axes of a population carry: None for the counters every agent advances in
     lock step (replay position/size, update and step counts), 0 for the rest."""
     axes = population.batched_fields(carry, shared=("num_updates", "env_steps", "updates"))
-    agent = carry.agent
-    agent_axes = population.batched_fields(agent, shared=("step",)) if hasattr(agent, "step") else 0
     replay_axes = (
         population.batched_fields(carry.replay, shared=("position", "size"))
         if carry.replay is not None
         else None
     )
-    return axes.replace(agent=agent_axes, replay=replay_axes)
+    return axes.replace(agent=agent_axes(carry.agent), replay=replay_axes)
+
+
+def agent_axes(agent: Any) -> Any:
+    """vmap axes of a population of learner states: the update count `step` is shared."""
+    return population.batched_fields(agent, shared=("step",)) if hasattr(agent, "step") else 0
 
 
 def init_carry(
@@ -337,8 +340,7 @@ def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> P
         return population.over_agents(train_chunk, (axes,), axes, carry.key.shape[0])(carry)
 
     def population_evaluate(agents: Any, keys: jax.Array, uniform: jax.Array) -> jax.Array:
-        axes = carry_axes(Carry(agents, None, None, None, None, None, None, None, None, None))
-        in_axes = (axes.agent, 0, None)
+        in_axes = (agent_axes(agents), 0, None)
         return population.over_agents(evaluate, in_axes, 0, keys.shape[0])(agents, keys, uniform)
 
     return Pipeline(
@@ -479,8 +481,9 @@ def train_population(
             raise NonFiniteError(step, "losses or parameters in every agent", last_saved)
 
     first_chunk, next_eval = 0, config.eval_freq
-    resumed = control is not None and control.resume
-    if resumed:
+    resumed = False
+    if control is not None and control.resume:
+        resumed = True
         carry, eval_keys, next_eval, evaluations = _resume(control, carry, eval_keys, logger)
         first_chunk = int(carry.env_steps) // config.chunk_steps
     carry = _place(carry, config, logger)
