@@ -98,6 +98,7 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--seed", "abc"], "invalid int value"),
         (["--seed", "-1"], "seed must be an integer in [0, 2147483648)"),
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
+        (["--actor_lr", "1e-3,3e-4"], "sweeps run in main_brax.py"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
@@ -160,6 +161,10 @@ def test_brax_entry_point_runs_end_to_end(policy, brax_runs):
         (["--start_timesteps", "100", "--batch_size", "256"], "must be at least batch_size"),
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
         (["--policy", "MPO", "--num_samples", "0"], "num_samples must be a positive integer"),
+        (["--num_seeds", "0"], "num_seeds must be a positive integer"),
+        (["--tau", "0.1,0.1000001"], "repeat (to 6 significant digits"),
+        (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
+        (["--policy_freq", "1,2"], "invalid int value"),
     ],
 )
 def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
