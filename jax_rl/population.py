@@ -102,26 +102,19 @@ def stack(trees: Sequence[Any]) -> Any:
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
-def _map_prefix(fn: Callable[[Any, Any], Any], axes: Any, tree: Any) -> Any:
-    """Apply fn(axis, subtree) at every leaf of the axes prefix tree."""
-    return jax.tree_util.tree_map(fn, axes, tree, is_leaf=lambda x: x is None)
+def _per_agent(fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any) -> Any:
+    """Apply fn to every per-agent leaf of a population tree (axes: a vmap-style prefix)."""
+    return jax.tree_util.tree_map(
+        lambda a, sub: sub if a is None else jax.tree_util.tree_map(fn, sub),
+        axes,
+        tree,
+        is_leaf=lambda x: x is None,
+    )
 
 
 def index_agent(tree: Any, axes: Any, i: int) -> Any:
     """Agent i's slice of a population tree (shared leaves as they are)."""
-    return _map_prefix(
-        lambda a, sub: sub if a is None else jax.tree_util.tree_map(lambda x: x[i], sub),
-        axes,
-        tree,
-    )
-
-
-def _expand_one(tree: Any, axes: Any) -> Any:
-    return _map_prefix(
-        lambda a, sub: sub if a is None else jax.tree_util.tree_map(lambda x: x[None], sub),
-        axes,
-        tree,
-    )
+    return _per_agent(lambda x: x[i], axes, tree)
 
 
 def over_agents(
@@ -137,7 +130,7 @@ def over_agents(
 
     def one(*args: Any) -> Any:
         single = [index_agent(x, a, 0) for x, a in zip(args, in_axes, strict=True)]
-        return _expand_one(fn(*single), out_axes)
+        return _per_agent(lambda x: x[None], out_axes, fn(*single))
 
     return one
 
@@ -183,15 +176,19 @@ def placement(num_agents: int, num_envs: int, num_devices: int) -> str:
 
 def shard_agents(tree: Any, axes: Any, the_mesh: Mesh) -> Any:
     """Per-agent leaves split along their leading axis over the mesh; shared ones replicated."""
-    replicated = NamedSharding(the_mesh, PartitionSpec())
     split = NamedSharding(the_mesh, PartitionSpec(AXIS))
-    return _map_prefix(
-        lambda a, sub: jax.device_put(sub, replicated if a is None else split), axes, tree
-    )
+    return replicate(_per_agent(lambda x: jax.device_put(x, split), axes, tree), the_mesh)
 
 
 def replicate(tree: Any, the_mesh: Mesh) -> Any:
-    return jax.device_put(tree, NamedSharding(the_mesh, PartitionSpec()))
+    """Every leaf not yet on the mesh copied to each of its devices."""
+    replicated = NamedSharding(the_mesh, PartitionSpec())
+
+    def place(x: Any) -> Any:
+        on_mesh = isinstance(getattr(x, "sharding", None), NamedSharding)
+        return x if on_mesh else jax.device_put(x, replicated)
+
+    return jax.tree_util.tree_map(place, tree)
 
 
 def split_envs(envs: Any, the_mesh: Mesh) -> Any:
