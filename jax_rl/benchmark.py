@@ -135,16 +135,16 @@ def bench_host_step(
     fns = host.make_step_functions(algo, settings.batch_size)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
     capacity += settings.warmup_steps
-    learner = host.init_learner(
+    learner = host.init_population(
         algo,
-        config,
+        [config],
+        [seed],
         env.obs_size,
         env.action_size,
         capacity,
         settings.batch_size,
-        jax.random.key(seed),
     )
-    collector = host.Collector(env, fns, learner, settings.prefill, seed)
+    collector = host.Collector([env], fns, learner, settings.prefill, [seed])
     while collector.steps + 1 < settings.prefill:
         collector.step()
 
@@ -156,15 +156,12 @@ def bench_host_step(
         step, settings.steps_per_block, settings.num_blocks, settings.warmup_steps
     )
     median, mean, std = result.per_1000()
-    batch = jax.tree_util.tree_map(
-        lambda x: x[: settings.batch_size], collector.learner.replay.data
-    )
-    flops = timing.compiled_flops(
-        jax.jit(algo.update), collector.learner.agent, batch, jax.random.key(0)
-    )
+    trained = host.agent_learner(collector.learner, 0)
+    batch = jax.tree_util.tree_map(lambda x: x[: settings.batch_size], trained.replay.data)
+    flops = timing.compiled_flops(jax.jit(algo.update), trained.agent, batch, jax.random.key(0))
     solve = None
     if name == "MPO" and config.dual_solver == "scipy":
-        solve = time_scipy_solve(collector.learner.agent, batch)
+        solve = time_scipy_solve(trained.agent, batch)
     return {
         "policy": label or name,
         "scipy_solve_seconds": solve,

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-FORMAT_VERSION = 2  # 2: Brax runs store a population (leading agent axis)
+FORMAT_VERSION = 3  # 2: Brax runs store a population (leading agent axis); 3: host runs too
 ARRAYS, META = "arrays", "meta"
 
 

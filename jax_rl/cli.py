@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -250,9 +252,20 @@ def build_loop_config(config_class: type, args: argparse.Namespace, **extra: Any
         fail(str(e))
 
 
-def add_policy_flags(parser: argparse.ArgumentParser, sweeps: bool = False) -> None:
+def add_population_flag(parser: argparse.ArgumentParser) -> None:
+    """--num_seeds: how many agents train together (crossed with any sweep)."""
+    parser.add_argument(
+        "--num_seeds",
+        type=int,
+        default=1,
+        help="train this many agents (seeds --seed, --seed+1, ...) together in one vmapped "
+        "program; crossed with any swept hyperparameter",
+    )
+
+
+def add_policy_flags(parser: argparse.ArgumentParser) -> None:
     """--policy and one flag per learner hyperparameter (default: the Config default);
-    with `sweeps`, continuous ones say they take comma-separated values."""
+    continuous ones take comma-separated values, a sweep."""
     parser.add_argument(
         "--policy", default="TD3", choices=algos.POLICY_CHOICES, help="the learner to train"
     )
@@ -265,7 +278,7 @@ def add_policy_flags(parser: argparse.ArgumentParser, sweeps: bool = False) -> N
             owners = [n for n, m in algos.ALGORITHMS.items() if field in _fields(m)]
             shown = default if len(owners) == 1 else "per policy"
             text = ",".join(map(str, default)) if isinstance(default, tuple) else shown
-            sweepable = sweeps and isinstance(default, float) and not static
+            sweepable = isinstance(default, float) and not static
             group.add_argument(
                 f"--{field}",
                 type=_flag_type(default, static),
@@ -281,13 +294,13 @@ def _fields(module: ModuleType) -> set[str]:
 
 
 def build_algo_config(
-    args: argparse.Namespace, allow_sweep: bool = False
+    args: argparse.Namespace,
 ) -> tuple[ModuleType, Any, dict[str, list[float]]]:
     """The chosen learner module, its Config and the swept fields (field -> values), or a
     one-line error and exit 2.
 
     A flag given several comma-separated values is a sweep: the Config holds its
-    first value, and every value is checked. Without `allow_sweep` a sweep is refused.
+    first value, and every value is checked.
     """
     try:
         module = algos.get(args.policy)
@@ -305,11 +318,6 @@ def build_algo_config(
                 fail(f"--{field} does not apply to --policy {args.policy}")
             if isinstance(value, list):
                 if len(value) > 1:
-                    if not allow_sweep:
-                        fail(
-                            f"--{field} {','.join(map(str, value))}: sweeps run in "
-                            "main_brax.py; give one value here"
-                        )
                     sweep[field] = value
                 value = value[0]
             values[field] = value
@@ -341,3 +349,102 @@ def population_of(args: argparse.Namespace, sweep: dict[str, list[float]]) -> li
 def agent_configs(config: Any, agents: Sequence[Any]) -> list[Any]:
     """One Config per agent: `config` with the agent's swept values."""
     return [dataclasses.replace(config, **dict(agent.values)) for agent in agents]
+
+
+# --- What a population run writes, on either loop -------------------------------------
+
+
+def agent_dirs(save_dir: Path, agents: Sequence[Any], policy: str) -> list[Path]:
+    """Each agent's log folder: the run's own for a single agent, else one subfolder each."""
+    if len(agents) == 1:
+        return [save_dir]
+    return [save_dir / agent.folder(policy) for agent in agents]
+
+
+def write_configs(
+    logger: Any,
+    run_config: dict[str, Any],
+    agents: Sequence[Any],
+    configs: Sequence[Any],
+    sweep: dict[str, list[float]],
+    policy: str,
+) -> None:
+    """config.json of the run (with its agent list) and of each agent (its seed and values)."""
+    if len(agents) > 1:
+        run_config = {
+            **run_config,
+            "sweep": sweep,
+            "agents": [
+                {"index": a.index, "seed": a.seed, "folder": a.folder(policy), **dict(a.values)}
+                for a in agents
+            ],
+        }
+    logger.top.write_config(run_config)
+    for agent, agent_logger, agent_config in zip(agents, logger.agents, configs, strict=True):
+        if agent_logger is not logger.top:
+            agent_logger.write_config(
+                {**run_config, "seed": agent.seed, "algo": dataclasses.asdict(agent_config)}
+            )
+
+
+def describe_population(agents: Sequence[Any], sweep: dict[str, list[float]]) -> str:
+    """`seeds 0-4; tau in {0.005, 0.01}`: who trains, for the start-up line."""
+    seeds = sorted({a.seed for a in agents})
+    parts = [f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"]
+    parts += [f"{k} in {{{', '.join(f'{v:g}' for v in vs)}}}" for k, vs in sorted(sweep.items())]
+    return "; ".join(parts)
+
+
+def write_summaries(
+    save_dir: Path,
+    logger: Any,
+    agents: Sequence[Any],
+    policy: str,
+    title: str,
+    finals: Sequence[dict[str, float]],
+    per_agent: Sequence[dict[str, Any]],
+    overall: dict[str, Any],
+) -> str | None:
+    """summary.json per agent (its final evaluation and `per_agent[i]`); for a population
+    also the run's summary.json (`overall` added) and ranking.md (settings ranked by final
+    return). Returns the ranking table, None for one agent."""
+    from jax_rl import population
+
+    for final, extra, agent_logger in zip(finals, per_agent, logger.agents, strict=True):
+        summary = {
+            "final_return_mean": final["return_mean"],
+            "final_return_std": final["return_std"],
+            **extra,
+        }
+        (agent_logger.save_dir / "summary.json").write_text(
+            json.dumps(json_safe(summary), indent=2)
+        )
+    if len(agents) == 1:
+        return None
+    ranking = population.rank_settings(agents, [f["return_mean"] for f in finals])
+    table = population.ranking_markdown(ranking, policy)
+    (save_dir / "ranking.md").write_text(f"# {title}\n\n{table}")
+    rows = [
+        {
+            "folder": a.folder(policy),
+            "seed": a.seed,
+            **dict(a.values),
+            "final_return_mean": f["return_mean"],
+        }
+        for a, f in zip(agents, finals, strict=True)
+    ]
+    (save_dir / "summary.json").write_text(
+        json.dumps(json_safe({"agents": rows, "ranking": ranking, **overall}), indent=2)
+    )
+    return table
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with NaN/inf floats (a diverged agent's returns) as null: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

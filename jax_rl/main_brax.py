@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import math
 import sys
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
@@ -63,21 +60,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=defaults.episode_length,
         help="time limit of an episode",
     )
-    parser.add_argument(
-        "--num_seeds",
-        type=int,
-        default=1,
-        help="train this many agents (seeds --seed, --seed+1, ...) together in one vmapped "
-        "program; crossed with any swept hyperparameter",
-    )
+    cli.add_population_flag(parser)
     cli.add_run_flags(parser, defaults)
-    cli.add_policy_flags(parser, sweeps=True)
+    cli.add_policy_flags(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    algo, algo_config, sweep = cli.build_algo_config(args, allow_sweep=True)
+    algo, algo_config, sweep = cli.build_algo_config(args)
     loop_config = cli.build_loop_config(
         DeviceLoopConfig,
         args,
@@ -90,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     # Imported late: Brax and JAX take seconds to load, --help should not.
     import jax
 
-    from jax_rl import population
     from jax_rl.envs import UnknownEnvironmentError
     from jax_rl.envs.brax import BraxEnv, check_environment
     from jax_rl.logger import PopulationLogger
@@ -123,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     control = cli.run_control(args, save_dir, identity)
     total = loop_config.total_steps
-    agent_dirs = (
-        [save_dir] if len(agents) == 1 else [save_dir / a.folder(args.policy) for a in agents]
+    logger = PopulationLogger.create(
+        save_dir,
+        cli.agent_dirs(save_dir, agents, args.policy),
+        total,
+        progress=not args.no_progress,
     )
-    logger = PopulationLogger.create(save_dir, agent_dirs, total, progress=not args.no_progress)
     configs = cli.agent_configs(algo_config, agents)
     run_config = {
         "policy": args.policy,
@@ -137,20 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         "loop": dataclasses.asdict(loop_config),
         "algo": {f.name: getattr(algo_config, f.name) for f in dataclasses.fields(algo_config)},
     }
-    if len(agents) > 1:
-        run_config["sweep"] = sweep
-        run_config["agents"] = [
-            {"index": a.index, "seed": a.seed, "folder": a.folder(args.policy), **dict(a.values)}
-            for a in agents
-        ]
-    logger.top.write_config(run_config)
-    for agent, agent_logger, agent_config in zip(agents, logger.agents, configs, strict=True):
-        if agent_logger is not logger.top:
-            agent_logger.write_config(
-                {**run_config, "seed": agent.seed, "algo": dataclasses.asdict(agent_config)}
-            )
+    cli.write_configs(logger, run_config, agents, configs, sweep, args.policy)
     ratio = loop_config.updates_per_step * loop_config.batch_size / loop_config.num_envs
-    who = name if len(agents) == 1 else f"{len(agents)} agents ({_describe(agents, sweep)})"
+    who = name
+    if len(agents) > 1:
+        who = f"{len(agents)} agents ({cli.describe_population(agents, sweep)})"
     logger.message(
         f"training {who} on {jax.devices()[0].platform}: {total:,} environment steps each, "
         f"{loop_config.num_envs} envs x {loop_config.updates_per_step} updates per iteration "
@@ -169,53 +152,36 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         logger.close()
     finals = [rows[-1] for rows in result.evaluations]
-    for i, agent_logger in enumerate(logger.agents):
-        summary = {
-            "final_return_mean": finals[i]["return_mean"],
-            "final_return_std": finals[i]["return_std"],
+    per_agent = [
+        {
             "uniform_random_return_mean": float(random_returns[i].mean()),
             "env_steps": total,
             "updates": int(result.carry.updates),
             "wall_time": logger.wall_time,
         }
-        (agent_logger.save_dir / "summary.json").write_text(
-            json.dumps(_json_safe(summary), indent=2)
-        )
-    if len(agents) == 1:
+        for i in range(len(agents))
+    ]
+    table = cli.write_summaries(
+        save_dir,
+        logger,
+        agents,
+        args.policy,
+        f"{args.policy} on {args.env}: final eval return at {total:,} environment steps",
+        finals,
+        per_agent,
+        {
+            "uniform_random_return_mean": float(random_returns.mean()),
+            "env_steps_per_agent": total,
+            "wall_time": logger.wall_time,
+        },
+    )
+    if table is None:
         print(
             f"final eval return {finals[0]['return_mean']:.1f} +- {finals[0]['return_std']:.1f} "
             f"(uniform random policy: {float(random_returns[0].mean()):.1f}) at "
             f"{total:,} environment steps ({logger.wall_time:.0f} s); logs in {save_dir}"
         )
         return 0
-    ranking = population.rank_settings(agents, [f["return_mean"] for f in finals])
-    table = population.ranking_markdown(ranking, args.policy)
-    (save_dir / "ranking.md").write_text(
-        f"# {args.policy} on {args.env}: final eval return at {total:,} environment steps\n\n"
-        + table
-    )
-    (save_dir / "summary.json").write_text(
-        json.dumps(
-            _json_safe(
-                {
-                    "agents": [
-                        {
-                            "folder": a.folder(args.policy),
-                            "seed": a.seed,
-                            **dict(a.values),
-                            "final_return_mean": f["return_mean"],
-                        }
-                        for a, f in zip(agents, finals, strict=True)
-                    ],
-                    "ranking": ranking,
-                    "uniform_random_return_mean": float(random_returns.mean()),
-                    "env_steps_per_agent": total,
-                    "wall_time": logger.wall_time,
-                }
-            ),
-            indent=2,
-        )
-    )
     print(table, end="")
     print(
         f"{len(agents)} agents, {total:,} environment steps each, in {logger.wall_time:.0f} s "
@@ -223,24 +189,6 @@ def main(argv: list[str] | None = None) -> int:
         f"curves: python -m jax_rl.plot {save_dir} --out {save_dir / 'curves.png'}"
     )
     return 0
-
-
-def _json_safe(value: Any) -> Any:
-    """`value` with NaN/inf floats (a diverged agent's returns) as null: strict JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def _describe(agents: list, sweep: dict[str, list[float]]) -> str:
-    seeds = sorted({a.seed for a in agents})
-    parts = [f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"]
-    parts += [f"{k} in {{{', '.join(f'{v:g}' for v in vs)}}}" for k, vs in sorted(sweep.items())]
-    return "; ".join(parts)
 
 
 if __name__ == "__main__":

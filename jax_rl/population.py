@@ -135,6 +135,17 @@ def over_agents(
     return one
 
 
+def agent_axes(agent: Any) -> Any:
+    """vmap axes of a population of learner states: the update count `step` is shared."""
+    return batched_fields(agent, shared=("step",)) if hasattr(agent, "step") else 0
+
+
+def replay_axes(replay: Any) -> Any:
+    """vmap axes of a population of replay buffers: the write position and size are shared
+    (every agent inserts in lock step); None where the buffer is left out (a checkpoint)."""
+    return batched_fields(replay, shared=("position", "size")) if replay is not None else None
+
+
 def any_agent(predicate: jax.Array) -> jax.Array:
     """True where `predicate` holds for at least one agent of the population being traced.
 

@@ -173,8 +173,12 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_pa
     ckpt = Checkpointer(tmp_path / "checkpoints")
     assert ckpt.latest_step() == last
     config = td3.Config(hidden_sizes=(32, 32))
-    learner = host.init_learner(td3, config, 5, 1, 400, 32, jax.random.key(0))
-    like = {"learner": learner, "obs": np.zeros(5, np.float32), "action": np.zeros(1, np.float32)}
+    learner = host.init_population(td3, [config], [0], 5, 1, 400, 32)
+    like = {
+        "learner": learner,
+        "obs": np.zeros((1, 5), np.float32),
+        "action": np.zeros((1, 1), np.float32),
+    }
     restored, meta = ckpt.restore(like)
     assert meta["step"] == last and bool(all_finite(restored["learner"].agent))
 

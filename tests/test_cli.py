@@ -98,7 +98,8 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--seed", "abc"], "invalid int value"),
         (["--seed", "-1"], "seed must be an integer in [0, 2147483648)"),
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
-        (["--actor_lr", "1e-3,3e-4"], "sweeps run in main_brax.py"),
+        (["--num_seeds", "0"], "num_seeds must be a positive integer"),
+        (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):

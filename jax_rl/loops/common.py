@@ -7,7 +7,7 @@ import math
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
@@ -76,15 +76,20 @@ class HasMetricSums(Protocol):
 CarryT = TypeVar("CarryT", bound=HasMetricSums)
 
 
-def pull_metrics(carry: CarryT) -> tuple[CarryT, dict[str, float]]:
-    """Averages of the metrics summed since the last call, and the carry with sums reset.
+def pull_metrics(carry: CarryT) -> tuple[CarryT, list[dict[str, float]]]:
+    """Per agent, the averages of the metrics summed since the last call; and the carry
+    with the sums reset.
 
-    The one device-to-host read of a logging point.
+    `carry` is a population's: metric sums [P], one shared update count. The
+    one device-to-host read of a logging point.
     """
     sums, count = jax.device_get((carry.metric_sums, carry.num_updates))
-    means = {k: float(v) / max(int(count), 1) for k, v in sums.items()}
+    num_agents = len(next(iter(sums.values()))) if sums else 1
+    rows = [
+        {k: float(v[i]) / max(int(count), 1) for k, v in sums.items()} for i in range(num_agents)
+    ]
     zeroed = jax.tree_util.tree_map(jnp.zeros_like, carry.metric_sums)
-    return carry.replace(metric_sums=zeroed, num_updates=jnp.zeros_like(carry.num_updates)), means
+    return carry.replace(metric_sums=zeroed, num_updates=jnp.zeros_like(carry.num_updates)), rows
 
 
 # --- Checkpoints, signals and the non-finite guard, shared by both loops -----------------
@@ -207,3 +212,43 @@ def check_finite(
         raise NonFiniteError(step, name, last)
     if not params_finite:
         raise NonFiniteError(step, "parameter", last)
+
+
+class DivergenceWatch:
+    """The non-finite guard of a population, shared by both loops.
+
+    One agent (P = 1): the first non-finite loss or parameter stops the run
+    (NonFiniteError, naming it). Several: an agent that goes non-finite is
+    reported once and the others go on; the run stops only when none is left.
+    """
+
+    def __init__(self, seeds: Sequence[int], message: Callable[[str], None]) -> None:
+        self.seeds = list(seeds)
+        self.message = message
+        self.diverged: set[int] = set()
+
+    def check(
+        self,
+        step: int,
+        rows: Sequence[dict[str, float]],
+        params_ok: Sequence[bool],
+        last_saved: int | None,
+    ) -> None:
+        if len(self.seeds) == 1:
+            check_finite(step, rows[0], params_ok[0], last_saved)
+            return
+        for i, (row, ok) in enumerate(zip(rows, params_ok, strict=True)):
+            if (not ok or first_non_finite(row) is not None) and i not in self.diverged:
+                self.mark(i, step)
+        if len(self.diverged) == len(self.seeds):
+            raise NonFiniteError(step, "losses or parameters in every agent", last_saved)
+
+    def mark(self, i: int, step: int) -> None:
+        """Report agent i as diverged at `step` (once)."""
+        if i in self.diverged:
+            return
+        self.diverged.add(i)
+        self.message(
+            f"agent {i} (seed {self.seeds[i]}) diverged at step {step}: non-finite losses "
+            "or parameters; its logs go on with NaN, the other agents continue"
+        )

@@ -44,14 +44,12 @@ from jax_rl.checkpoint import all_finite
 from jax_rl.envs.brax import BraxEnv, EnvState
 from jax_rl.logger import PopulationLogger, RunLogger
 from jax_rl.loops.common import (
+    DivergenceWatch,
     Interrupted,
-    NonFiniteError,
     RunControl,
     StopSignals,
     check_collection,
-    check_finite,
     check_positive_ints,
-    first_non_finite,
     replay_capacity,
     zero_metrics,
 )
@@ -161,17 +159,9 @@ def carry_axes(carry: Carry) -> Carry:
     """vmap axes of a population carry: None for the counters every agent advances in
     lock step (replay position/size, update and step counts), 0 for the rest."""
     axes = population.batched_fields(carry, shared=("num_updates", "env_steps", "updates"))
-    replay_axes = (
-        population.batched_fields(carry.replay, shared=("position", "size"))
-        if carry.replay is not None
-        else None
+    return axes.replace(
+        agent=population.agent_axes(carry.agent), replay=population.replay_axes(carry.replay)
     )
-    return axes.replace(agent=agent_axes(carry.agent), replay=replay_axes)
-
-
-def agent_axes(agent: Any) -> Any:
-    """vmap axes of a population of learner states: the update count `step` is shared."""
-    return population.batched_fields(agent, shared=("step",)) if hasattr(agent, "step") else 0
 
 
 def init_carry(
@@ -340,7 +330,7 @@ def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> P
         return population.over_agents(train_chunk, (axes,), axes, carry.key.shape[0])(carry)
 
     def population_evaluate(agents: Any, keys: jax.Array, uniform: jax.Array) -> jax.Array:
-        in_axes = (agent_axes(agents), 0, None)
+        in_axes = (population.agent_axes(agents), 0, None)
         return population.over_agents(evaluate, in_axes, 0, keys.shape[0])(agents, keys, uniform)
 
     return Pipeline(
@@ -455,7 +445,7 @@ def train_population(
     carry = init_population(algo, algo_configs, env, config, keys)
     axes = carry_axes(carry)
     finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
-    diverged: set[int] = set()
+    watch = DivergenceWatch(seeds, logger.message)
 
     def evaluate(step: int) -> list[dict[str, float]]:
         nonlocal eval_keys
@@ -463,22 +453,6 @@ def train_population(
         eval_keys, now = pairs[:, 0], pairs[:, 1]
         returns = jax.device_get(pipeline.evaluate(carry.agent, now, jnp.bool_(False)))
         return logger.log_evaluation(step, [[float(r) for r in row] for row in returns])
-
-    def check(step: int, rows: list[dict[str, float]], params_ok: list[bool]) -> None:
-        last_saved = control.last_saved if control is not None else None
-        if num_agents == 1:
-            check_finite(step, rows[0], params_ok[0], last_saved)
-            return
-        for i, (row, ok) in enumerate(zip(rows, params_ok, strict=True)):
-            bad = not ok or first_non_finite(row) is not None
-            if bad and i not in diverged:
-                diverged.add(i)
-                logger.message(
-                    f"agent {i} (seed {seeds[i]}) diverged at step {step}: non-finite losses "
-                    "or parameters; its logs go on with NaN, the other agents continue"
-                )
-        if len(diverged) == num_agents:
-            raise NonFiniteError(step, "losses or parameters in every agent", last_saved)
 
     first_chunk, next_eval = 0, config.eval_freq
     resumed = False
@@ -513,7 +487,7 @@ def train_population(
             now = time.perf_counter()
             env_steps = (chunk + 1) * config.chunk_steps
             params_ok = [bool(v) for v in jax.device_get(finite(carry.agent))]
-            check(env_steps, rows, params_ok)
+            watch.check(env_steps, rows, params_ok, control.last_saved if control else None)
             updates = rows[0]["updates"]
             logger.set_status(
                 env_steps_per_s=f"{num_agents * config.chunk_steps / (now - last_read):.0f}",

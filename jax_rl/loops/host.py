@@ -18,13 +18,20 @@ at the end and on SIGINT/SIGTERM, and can resume from one: the learner
 random states, both environments' states and the logs' position are all
 restored, so a resumed run continues exactly as the uninterrupted one would
 (see `DMControlEnv.get_state` for what of dm_control is restored).
+
+Populations: the loop always trains P agents (P = 1 for an ordinary run),
+each with its own environment, evaluation environment, seed, warm-up actions,
+parameters and replay buffer. Every step moves the P environments once on the
+host and makes one jitted call for all agents, vmapped over them (with one
+agent, the plain function). Agent i collects and learns exactly as a run of
+its own with its seed would.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -34,11 +41,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jax_rl import population
 from jax_rl import replay as replay_lib
 from jax_rl.checkpoint import all_finite
 from jax_rl.envs import HostEnv, random_state_from_json, random_state_to_json
-from jax_rl.logger import RunLogger
+from jax_rl.logger import PopulationLogger, RunLogger
 from jax_rl.loops.common import (
+    DivergenceWatch,
     Interrupted,
     NonFiniteError,
     RunControl,
@@ -94,7 +103,12 @@ class HostLoopConfig:
 
 
 class Learner(flax.struct.PyTreeNode):
-    """Everything the per-step call carries (and donates) from step to step."""
+    """Everything the per-step call carries (and donates) from step to step.
+
+    The loop works on populations: per-agent leaves have a leading [P] axis
+    (P = 1 for an ordinary run), see `learner_axes`. `init_learner` builds one
+    agent's, `init_population` a population's.
+    """
 
     agent: Any
     replay: replay_lib.ReplayState
@@ -103,9 +117,23 @@ class Learner(flax.struct.PyTreeNode):
     num_updates: jax.Array  # updates since the last log row
 
 
+def learner_axes(learner: Learner) -> Learner:
+    """vmap axes of a population learner: None for what every agent advances in lock step
+    (replay position and size, update counts), 0 for the rest."""
+    axes = population.batched_fields(learner, shared=("num_updates",))
+    return axes.replace(
+        agent=population.agent_axes(learner.agent), replay=population.replay_axes(learner.replay)
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class StepFunctions:
-    """The jitted calls of the loop; `collect` and `learn` donate the learner."""
+    """The jitted calls of the loop; `collect` and `learn` donate the learner.
+
+    `collect` and `learn` take a population learner and one transition per
+    agent ([P, ...]); `learn` returns the next exploration action of every agent
+    [P, A]. `act_deterministic` acts for one agent (no population axis).
+    """
 
     collect: Callable[[Learner, Transition], Learner]
     learn: Callable[[Learner, Transition, Array], tuple[Learner, jax.Array]]
@@ -119,10 +147,10 @@ def _single_row(transition: Transition) -> Transition:
 def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
     """Build the loop's jitted calls for learner module `algo`."""
 
-    def collect(learner: Learner, transition: Transition) -> Learner:
+    def collect_one(learner: Learner, transition: Transition) -> Learner:
         return learner.replace(replay=replay_lib.insert(learner.replay, _single_row(transition)))
 
-    def learn(
+    def learn_one(
         learner: Learner, transition: Transition, act_obs: jax.Array
     ) -> tuple[Learner, jax.Array]:
         key, sample_key, update_key, act_key = jax.random.split(learner.key, 4)
@@ -133,6 +161,18 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         sums = jax.tree_util.tree_map(jnp.add, learner.metric_sums, metrics)
         learner = Learner(agent, replay, key, sums, learner.num_updates + 1)
         return learner, action
+
+    # The population versions: vmapped over the agents (indexed where there is one).
+    def collect(learner: Learner, transitions: Transition) -> Learner:
+        axes, size = learner_axes(learner), transitions.reward.shape[0]
+        return population.over_agents(collect_one, (axes, 0), axes, size)(learner, transitions)
+
+    def learn(
+        learner: Learner, transitions: Transition, act_obs: jax.Array
+    ) -> tuple[Learner, jax.Array]:
+        axes, size = learner_axes(learner), act_obs.shape[0]
+        over = population.over_agents(learn_one, (axes, 0, 0), (axes, 0), size)
+        return over(learner, transitions, act_obs)
 
     def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:
         # A deterministic policy draws no randomness; the key is a placeholder.
@@ -154,13 +194,36 @@ def init_learner(
     batch_size: int,
     key: jax.Array,
 ) -> Learner:
-    """A fresh learner with an empty buffer (refused if it will not fit in memory)."""
+    """One agent's fresh learner with an empty buffer (no population axis)."""
     spec = replay_lib.ReplaySpec(capacity=capacity, obs_size=obs_size, action_size=action_size)
     replay = replay_lib.create(spec)
     agent_key, key = jax.random.split(key)
     agent = algo.init(agent_key, obs_size, action_size, algo_config)
     sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, batch_size), key)
     return Learner(agent, replay, key, sums, jnp.int32(0))
+
+
+def init_population(
+    algo: ModuleType,
+    algo_configs: Sequence[Any],
+    seeds: Sequence[int],
+    obs_size: int,
+    action_size: int,
+    capacity: int,
+    batch_size: int,
+) -> Learner:
+    """P agents' learners: agent i with `algo_configs[i]` (equal but for traced fields)
+    and key jax.random.key(seeds[i]), exactly as a run of its own with that seed."""
+    if len(algo_configs) != len(seeds):
+        raise ValueError(f"{len(algo_configs)} configs for {len(seeds)} seeds")
+    keys = jnp.stack([jax.random.key(seed) for seed in seeds])
+
+    def one(algo_config: Any, key: jax.Array) -> Learner:
+        return init_learner(algo, algo_config, obs_size, action_size, capacity, batch_size, key)
+
+    axes = learner_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
+    over = population.over_agents(one, (0, 0), axes, len(seeds))
+    return over(population.stack(algo_configs), keys)
 
 
 def evaluate(
@@ -179,66 +242,96 @@ def evaluate(
 
 @dataclasses.dataclass
 class TrainResult:
-    learner: Learner
-    evaluations: list[dict[str, float]]  # one row per evaluation, as in evaluations.csv
+    learner: Learner  # the population's (leading [P] axis on per-agent leaves)
+    evaluations: list[list[dict[str, float]]]  # per agent, one row per evaluation
     step_functions: StepFunctions
+
+    def agent(self, i: int = 0) -> Learner:
+        """Agent i's own learner (no population axis)."""
+        return agent_learner(self.learner, i)
+
+
+def agent_learner(learner: Learner, i: int) -> Learner:
+    """Agent i's own learner out of a population learner."""
+    return population.index_agent(learner, learner_axes(learner), i)
 
 
 class Collector:
-    """Steps one host environment and makes the loop's one jitted call per step.
+    """Steps P host environments (one per agent) and makes the loop's one jitted call per
+    step for all of them.
 
-    Holds the learner, the current observation, the action to take next and
-    the episode bookkeeping. `train` drives it; the benchmark times it.
+    Holds the population learner, the current observations, the actions to
+    take next and the episode bookkeeping. `train_population` drives it; the
+    benchmark times it. Agent i's warm-up actions come from its own seed, so it
+    collects exactly what a run of its own would.
     """
 
     def __init__(
         self,
-        env: HostEnv,
+        envs: Sequence[HostEnv],
         fns: StepFunctions,
         learner: Learner,
         start_timesteps: int,
-        seed: int,
+        seeds: Sequence[int],
     ) -> None:
-        self.env = env
+        if len(envs) != len(seeds):
+            raise ValueError(f"{len(envs)} environments for {len(seeds)} seeds")
+        self.envs = list(envs)
         self.fns = fns
         self.learner = learner
         self.start_timesteps = start_timesteps
         self.learn_from = start_timesteps  # the step from which `learn` replaces `collect`
         self.steps = 0
-        self.episode_return = 0.0
-        self.last_episode_return = float("nan")
-        self._warmup_rng = np.random.default_rng(seed)
-        self._obs = env.reset()
-        self._action = np.zeros(env.action_size, np.float32)
+        size = len(self.envs)
+        self.episode_return = np.zeros(size)
+        self.last_episode_return = np.full(size, np.nan)
+        self.non_finite_actions: set[int] = set()  # agents that acted NaN (populations)
+        self._warmup_rngs = [np.random.default_rng(seed) for seed in seeds]
+        self._obs = np.stack([np.asarray(env.reset(), np.float32) for env in self.envs])
+        self._action = np.zeros((size, self.envs[0].action_size), np.float32)
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.envs)
 
     def step(self) -> None:
-        """One environment step and one jitted call (collect or learn)."""
+        """One step of every environment and one jitted call (collect or learn)."""
         if self.steps < self.learn_from:
-            self._action = self._warmup_rng.uniform(-1.0, 1.0, self.env.action_size).astype(
-                np.float32
+            size = self._action.shape[1]
+            self._action = np.stack(
+                [rng.uniform(-1.0, 1.0, size).astype(np.float32) for rng in self._warmup_rngs]
             )
-        elif not np.all(np.isfinite(self._action)):
-            raise NonFiniteError(self.steps, "action", None)
-        step = self.env.step(self._action)
+        else:
+            bad = ~np.isfinite(self._action).all(axis=1)
+            if bad.any():
+                if self.num_agents == 1:
+                    raise NonFiniteError(self.steps, "action", None)
+                # A diverged agent's environment goes on with a neutral action.
+                self.non_finite_actions.update(int(i) for i in np.flatnonzero(bad))
+                self._action[bad] = 0.0
+        steps = [env.step(a) for env, a in zip(self.envs, self._action, strict=True)]
         transition = Transition(
             obs=self._obs,
             action=self._action,
-            reward=np.asarray(step.reward, np.float32),
-            discount=np.asarray(step.discount, np.float32),
-            next_obs=step.next_obs,
+            reward=np.array([s.reward for s in steps], np.float32),
+            discount=np.array([s.discount for s in steps], np.float32),
+            next_obs=np.stack([np.asarray(s.next_obs, np.float32) for s in steps]),
         )
-        self.episode_return += step.reward
-        if step.last:
-            self.last_episode_return, self.episode_return = self.episode_return, 0.0
-            self._obs = self.env.reset()
-        else:
-            self._obs = step.next_obs
+        next_obs: list[np.ndarray] = []
+        for i, (env, s) in enumerate(zip(self.envs, steps, strict=True)):
+            self.episode_return[i] += s.reward
+            if s.last:
+                self.last_episode_return[i], self.episode_return[i] = self.episode_return[i], 0.0
+                next_obs.append(np.asarray(env.reset(), np.float32))
+            else:
+                next_obs.append(np.asarray(s.next_obs, np.float32))
+        self._obs = np.stack(next_obs)
         self.steps += 1
         if self.steps < self.learn_from:
             self.learner = self.fns.collect(self.learner, transition)
         else:
             self.learner, action = self.fns.learn(self.learner, transition, self._obs)
-            self._action = np.asarray(action)
+            self._action = np.array(action)
 
     def checkpoint(self, keep_replay: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         """(arrays, host state): what a checkpoint holds of the collector."""
@@ -247,10 +340,10 @@ class Collector:
         host = {
             "steps": self.steps,
             "learn_from": self.learn_from,
-            "episode_return": self.episode_return,
-            "last_episode_return": _json_float(self.last_episode_return),
-            "warmup_rng": random_state_to_json(self._warmup_rng),
-            "env": self.env.get_state(),
+            "episode_return": [float(x) for x in self.episode_return],
+            "last_episode_return": [_json_float(x) for x in self.last_episode_return],
+            "warmup_rng": [random_state_to_json(rng) for rng in self._warmup_rngs],
+            "env": [env.get_state() for env in self.envs],
             "replay_saved": keep_replay,
         }
         return arrays, host
@@ -266,12 +359,16 @@ class Collector:
             self.learn_from = host["learn_from"]
         self.learner = learner
         self._obs = np.asarray(arrays["obs"], np.float32)
-        self._action = np.asarray(arrays["action"], np.float32)
+        self._action = np.array(arrays["action"], np.float32)
         self.steps = host["steps"]
-        self.episode_return = host["episode_return"]
-        self.last_episode_return = _from_json_float(host["last_episode_return"])
-        random_state_from_json(self._warmup_rng, host["warmup_rng"])
-        self.env.set_state(host["env"])
+        self.episode_return = np.array(host["episode_return"], np.float64)
+        self.last_episode_return = np.array(
+            [_from_json_float(x) for x in host["last_episode_return"]], np.float64
+        )
+        for rng, state in zip(self._warmup_rngs, host["warmup_rng"], strict=True):
+            random_state_from_json(rng, state)
+        for env, state in zip(self.envs, host["env"], strict=True):
+            env.set_state(state)
 
 
 def _json_float(x: float) -> float | None:
@@ -291,37 +388,88 @@ def train(
     logger: RunLogger,
     control: RunControl | None = None,
 ) -> TrainResult:
-    """Train `algo` on `env` for `config.max_timesteps` steps; evaluate on `eval_env`.
-
-    With `control`, checkpoint (and resume) as it says. Raises NonFiniteError
-    when a loss or parameter stops being finite, Interrupted after saving on
-    SIGINT/SIGTERM.
-    """
-    fns = make_step_functions(algo, config.batch_size)
-    learner = init_learner(
+    """Train one agent (seed `config.seed`) on `env`; see `train_population`."""
+    return train_population(
         algo,
-        algo_config,
-        env.obs_size,
-        env.action_size,
-        config.capacity,
-        config.batch_size,
-        jax.random.key(config.seed),
+        [algo_config],
+        [config.seed],
+        [env],
+        [eval_env],
+        config,
+        PopulationLogger([logger]),
+        control,
     )
-    collector = Collector(env, fns, learner, config.start_timesteps, config.seed)
-    finite = jax.jit(all_finite)
-    if control is not None and control.resume:
-        evaluations = _resume(control, collector, eval_env, logger)
-    else:
-        evaluations = [_evaluate_and_log(fns, learner, eval_env, config, logger, step=0)]
+
+
+def train_population(
+    algo: ModuleType,
+    algo_configs: Sequence[Any],
+    seeds: Sequence[int],
+    envs: Sequence[HostEnv],
+    eval_envs: Sequence[HostEnv],
+    config: HostLoopConfig,
+    logger: PopulationLogger,
+    control: RunControl | None = None,
+) -> TrainResult:
+    """Train P agents (agent i: `algo_configs[i]`, `seeds[i]`, `envs[i]`, evaluated on
+    `eval_envs[i]`) for `config.max_timesteps` steps each, in lock step: every step
+    moves each environment once and makes one jitted call for all agents.
+    (`config.seed` is not used: the seeds are the agents'.)
+
+    Agent i trains exactly as a run of its own with seed `seeds[i]` would (to
+    float tolerance: vmapped matrix products may round differently). With
+    `control`, checkpoint (and resume) as it says. A non-finite loss, parameter
+    or action stops a one-agent run (NonFiniteError); in a population the agent
+    is reported and the others go on, until none is left. Interrupted after
+    saving on SIGINT/SIGTERM.
+    """
+    num_agents = len(seeds)
+    if not len(envs) == len(eval_envs) == len(algo_configs) == num_agents:
+        raise ValueError("one config, environment and evaluation environment per seed")
+    fns = make_step_functions(algo, config.batch_size)
+    env = envs[0]
+    learner = init_population(
+        algo, algo_configs, seeds, env.obs_size, env.action_size, config.capacity, config.batch_size
+    )
+    axes = learner_axes(learner)
+    collector = Collector(envs, fns, learner, config.start_timesteps, seeds)
+    finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
+    watch = DivergenceWatch(seeds, logger.message)
 
     def last_saved() -> int | None:
         return control.last_saved if control is not None else None
 
+    def params_ok() -> list[bool]:
+        return [bool(v) for v in jax.device_get(finite(collector.learner.agent))]
+
+    def evaluate_all(step: int) -> list[dict[str, float]]:
+        ok = params_ok()
+        returns = []
+        for i, eval_env in enumerate(eval_envs):
+            if num_agents > 1 and not ok[i]:
+                watch.mark(i, step)
+            if i in watch.diverged:
+                returns.append([float("nan")] * config.eval_episodes)
+                continue
+            agent = population.index_agent(collector.learner.agent, axes.agent, i)
+            returns.append(evaluate(fns.act_deterministic, agent, eval_env, config.eval_episodes))
+        return logger.log_evaluation(step, returns)
+
+    if control is not None and control.resume:
+        evaluations = _resume(control, collector, eval_envs, logger)
+    else:
+        evaluations = [[row] for row in evaluate_all(0)]
+
     def save(step: int) -> None:
         assert control is not None
         arrays, host = collector.checkpoint(control.keep_replay)
-        meta = {"host": host, "eval_env": eval_env.get_state(), "wall_time": logger.wall_time}
-        control.save(step, bool(finite(collector.learner.agent)), arrays, meta)
+        meta = {
+            "host": host,
+            "eval_env": [eval_env.get_state() for eval_env in eval_envs],
+            "wall_time": logger.wall_time,
+        }
+        # A population keeps saving while one of its agents is still finite.
+        control.save(step, any(params_ok()), arrays, meta)
 
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
         while collector.steps < config.max_timesteps:
@@ -329,20 +477,23 @@ def train(
                 collector.step()
             except NonFiniteError as e:
                 # Name the loss that went first where there is one, else the action.
-                collector.learner, metrics = pull_metrics(collector.learner)
-                check_finite(e.step, metrics, True, last_saved())
+                collector.learner, rows = pull_metrics(collector.learner)
+                check_finite(e.step, rows[0], True, last_saved())
                 raise NonFiniteError(e.step, e.what, last_saved()) from None
             done = collector.steps
             if done % config.log_freq == 0:
                 logger.advance_to(done)
-                collector.learner, metrics = pull_metrics(collector.learner)
-                params_finite = bool(finite(collector.learner.agent))
-                check_finite(done, metrics, params_finite, last_saved())
-                logger.log_train(done, {**metrics, "episode_return": collector.last_episode_return})
+                collector.learner, rows = pull_metrics(collector.learner)
+                ok = params_ok()
+                for i in collector.non_finite_actions:
+                    ok[i] = False
+                watch.check(done, rows, ok, last_saved())
+                for row, episode_return in zip(rows, collector.last_episode_return, strict=True):
+                    row["episode_return"] = float(episode_return)
+                logger.log_train(done, rows)
             if done % config.eval_freq == 0 or done == config.max_timesteps:
-                evaluations.append(
-                    _evaluate_and_log(fns, collector.learner, eval_env, config, logger, done)
-                )
+                for kept, row in zip(evaluations, evaluate_all(done), strict=True):
+                    kept.append(row)
             if control is None:
                 continue
             received = signals.received if signals is not None else None
@@ -353,22 +504,28 @@ def train(
             control.after_step(done)
 
     logger.advance_to(collector.steps)
-    with (logger.save_dir / "agent.msgpack").open("wb") as f:
-        f.write(flax.serialization.to_bytes(collector.learner.agent))
+    for i, agent_logger in enumerate(logger.agents):
+        agent = population.index_agent(collector.learner.agent, axes.agent, i)
+        with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
+            f.write(flax.serialization.to_bytes(agent))
     return TrainResult(collector.learner, evaluations, fns)
 
 
 def _resume(
-    control: RunControl, collector: Collector, eval_env: HostEnv, logger: RunLogger
-) -> list[dict[str, float]]:
-    """Load the newest checkpoint into `collector` and `eval_env`; continue the logs."""
+    control: RunControl,
+    collector: Collector,
+    eval_envs: Sequence[HostEnv],
+    logger: PopulationLogger,
+) -> list[list[dict[str, float]]]:
+    """Load the newest checkpoint into `collector` and `eval_envs`; continue the logs."""
 
     def template(meta: dict[str, Any]) -> dict[str, Any]:
         return collector.checkpoint(keep_replay=meta["host"]["replay_saved"])[0]
 
     arrays, meta = control.load(template)
     collector.restore(arrays, meta["host"])
-    eval_env.set_state(meta["eval_env"])
+    for eval_env, state in zip(eval_envs, meta["eval_env"], strict=True):
+        eval_env.set_state(state)
     step = meta["step"]
     if not meta["host"]["replay_saved"]:
         logger.message(
@@ -378,15 +535,3 @@ def _resume(
         )
     logger.message(f"resumed from the checkpoint at step {step}")
     return logger.resume(step, meta["wall_time"])
-
-
-def _evaluate_and_log(
-    fns: StepFunctions,
-    learner: Learner,
-    eval_env: HostEnv,
-    config: HostLoopConfig,
-    logger: RunLogger,
-    step: int,
-) -> dict[str, float]:
-    returns = evaluate(fns.act_deterministic, learner.agent, eval_env, config.eval_episodes)
-    return logger.log_evaluation(step, returns)

@@ -45,15 +45,15 @@ def test_step_functions_compile_once_over_many_steps(algo, tmp_path):
     assert fns.learn._cache_size() == 1
     assert fns.collect._cache_size() == 1
     assert fns.act_deterministic._cache_size() == 1
-    assert int(result.learner.agent.step) == 120 - 20 + 1
+    assert int(result.agent(0).agent.step) == 120 - 20 + 1
 
 
 def test_time_limit_is_bootstrapped_through_with_the_true_final_observation(tmp_path):
     result = run(
         td3, Countdown(time_limit=5), tmp_path, Countdown(), max_timesteps=40, start_timesteps=40
     )
-    data = jax.device_get(result.learner.replay.data)
-    assert int(result.learner.replay.size) == 40
+    data = jax.device_get(result.agent(0).replay.data)
+    assert int(result.agent(0).replay.size) == 40
     final = data.next_obs[:, 0] == 0.0  # steps left 0: the episode ended by time limit
     assert final.sum() == 8
     # Discount 1 at the time limit, and next_obs from the same episode, not a reset.
@@ -72,7 +72,7 @@ def test_terminal_steps_have_discount_zero(tmp_path):
         max_timesteps=30,
         start_timesteps=30,
     )
-    np.testing.assert_array_equal(jax.device_get(result.learner.replay.data.discount), 0.0)
+    np.testing.assert_array_equal(jax.device_get(result.agent(0).replay.data.discount), 0.0)
 
 
 @pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
@@ -80,17 +80,16 @@ def test_agent_explores_while_collecting(algo):
     """After the warm-up, the action sent to the environment is the exploration
     action, not the deterministic one."""
     fns = host.make_step_functions(algo, batch_size=8)
-    learner = host.init_learner(
-        algo, algo.Config(hidden_sizes=SMALL), 3, 2, 64, 8, jax.random.key(0)
-    )
-    obs = np.zeros(3, np.float32)
-    row = Transition(obs, np.zeros(2, np.float32), np.float32(0), np.float32(1), obs)
+    learner = host.init_population(algo, [algo.Config(hidden_sizes=SMALL)], [0], 3, 2, 64, 8)
+    obs = np.zeros((1, 3), np.float32)
+    row = Transition(obs, np.zeros((1, 2), np.float32), np.zeros(1), np.ones(1), obs)
     for _ in range(8):
         learner = fns.collect(learner, row)
     gaps = []
     for _ in range(200):
         learner, action = fns.learn(learner, row, obs)
-        gaps.append(np.asarray(action) - np.asarray(fns.act_deterministic(learner.agent, obs)))
+        agent = host.agent_learner(learner, 0).agent
+        gaps.append(np.asarray(action[0]) - np.asarray(fns.act_deterministic(agent, obs[0])))
     spread = np.std(gaps)
     if algo is td3:
         assert 0.07 < spread < 0.13  # exploration_noise 0.1, before clipping
@@ -108,7 +107,7 @@ def test_warmup_actions_are_uniform(tmp_path):
         start_timesteps=2000,
         log_freq=1000,
     )
-    actions = jax.device_get(result.learner.replay.data.action)[:, 0]
+    actions = jax.device_get(result.agent(0).replay.data.action)[:, 0]
     assert actions.min() < -0.95 and actions.max() > 0.95
     assert abs(actions.mean()) < 0.05 and abs(actions.std() - 1 / np.sqrt(3)) < 0.02
 
@@ -140,7 +139,7 @@ def test_short_run_learns_the_contextual_bandit(algo, tmp_path):
         eval_episodes=200,
         log_freq=500,
     )
-    final = result.evaluations[-1]["return_mean"]
+    final = result.evaluations[0][-1]["return_mean"]
     assert baseline < -1.0
     assert final > -0.1, f"final return {final:.3f} (random {baseline:.3f})"
 
@@ -172,13 +171,13 @@ def test_loop_config_rejects_bad_values(loop, message):
 
 def test_metric_sums_reset_without_recompiling():
     fns = host.make_step_functions(td3, batch_size=4)
-    learner = host.init_learner(td3, td3.Config(hidden_sizes=(8,)), 2, 1, 16, 4, jax.random.key(0))
-    obs = np.zeros(2, np.float32)
-    row = Transition(obs, np.zeros(1, np.float32), np.float32(1), np.float32(1), obs)
+    learner = host.init_population(td3, [td3.Config(hidden_sizes=(8,))], [0], 2, 1, 16, 4)
+    obs = np.zeros((1, 2), np.float32)
+    row = Transition(obs, np.zeros((1, 1), np.float32), np.ones(1), np.ones(1), obs)
     for _ in range(4):
         learner, _ = fns.learn(learner, row, obs)
-    learner, means = pull_metrics(learner)
-    assert int(learner.num_updates) == 0 and float(learner.metric_sums["loss/critic"]) == 0.0
-    assert np.isfinite(means["loss/critic"])
+    learner, rows = pull_metrics(learner)
+    assert int(learner.num_updates) == 0 and float(learner.metric_sums["loss/critic"][0]) == 0.0
+    assert len(rows) == 1 and np.isfinite(rows[0]["loss/critic"])
     learner, _ = fns.learn(learner, row, obs)
     assert fns.learn._cache_size() == 1
