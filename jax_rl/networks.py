@@ -134,6 +134,37 @@ class GaussianPolicy(nn.Module):
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
 
 
+class BoundedGaussianPolicy(nn.Module):
+    """Gaussian in action space (MPO's policy): obs [B, O] -> (mean [B, A], log_std [B, A]).
+
+    mean = tanh(.) lies in (-1, 1) and std = softplus(.) is clipped to
+    [std_min, std_max], as in Acme's and Tonic's MPO. Samples may fall outside
+    [-1, 1]: the learner clips them (`clip_action`) both when acting and
+    before the critic sees them. Unlike a tanh-squashed Gaussian, whose
+    pre-squash mean can drift where tanh saturates (every sample then maps to
+    the same action, the E-step's weights turn uniform and nothing pulls the
+    mean back), the mean here stays inside the box.
+    """
+
+    hidden_sizes: Sequence[int]
+    action_size: int
+    std_min: float = 1e-4
+    std_max: float = 1.0
+    layer_init: str = "pytorch"
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        out = MLP(self.hidden_sizes, 2 * self.action_size, self.layer_init)(obs)
+        raw_mean, raw_std = jnp.split(out, 2, axis=-1)
+        std = jnp.clip(jax.nn.softplus(raw_std), self.std_min, self.std_max)
+        return jnp.tanh(raw_mean), jnp.log(std)
+
+
+def clip_action(action: jax.Array) -> jax.Array:
+    """Clip an action-space sample into [-1, 1] (what the environment would do)."""
+    return jnp.clip(action, -1.0, 1.0)
+
+
 def squash(pre_tanh: jax.Array) -> jax.Array:
     """Map an unbounded action to [-1, 1]."""
     return jnp.tanh(pre_tanh)

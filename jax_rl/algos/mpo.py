@@ -2,8 +2,13 @@
 
 Shapes: B batch, N action samples per state, A action size, O observation size.
 
-E-step. Sample N pre-squash actions u_bn ~ pi_targ(.|s_b) and score them with
-the target critic, Q_bn = Q_targ(s_b, tanh(u_bn)). The temperature eta
+Policy. A Gaussian in action space with mean tanh(.) in (-1, 1) and standard
+deviation softplus(.) in [1e-4, 1] (`networks.BoundedGaussianPolicy`); a
+sample u is clipped into [-1, 1] before the environment or the critic sees it
+(`clip(u)` below).
+
+E-step. Sample N actions u_bn ~ pi_targ(.|s_b) and score them with
+the target critic, Q_bn = Q_targ(s_b, clip(u_bn)). The temperature eta
 minimises the convex dual
 
     g(eta) = eta * epsilon + eta * mean_b log mean_n exp(Q_bn / eta),
@@ -11,11 +16,20 @@ minimises the convex dual
 and the non-parametric improved policy weights the samples by
 w_bn = softmax_n(Q_bn / eta).
 
+Action penalty (Abdolmaleki et al. 2020, MO-MPO; on in Acme's and Tonic's
+MPO). Every sample beyond [-1, 1] scores as its clipped action, so the
+E-step's weights would favour the whole tail and drive the mean to the bounds
+and the std to its maximum (seen on cartpole-swingup). A second E-step on
+P_bn = -|u_bn - clip(u_bn)|^2, with its own temperature eta_p (the same
+dual with bound `epsilon_penalty`, followed by one Adam step per update, as
+the KL multipliers are, whatever `dual_solver` is), gives weights
+v_bn = softmax_n(P_bn / eta_p); the M-step fits w + v.
+
 M-step. Weighted maximum likelihood with decoupled KL constraints (one
 Lagrange multiplier per action dimension), fitting the mean with the target's
 standard deviation and the standard deviation with the target's mean:
 
-    L_pi = -mean_b sum_n w_bn [log N(u_bn; mu(s_b), sigma_targ(s_b))
+    L_pi = -mean_b sum_n (w_bn + v_bn) [log N(u_bn; mu(s_b), sigma_targ(s_b))
                                + log N(u_bn; mu_targ(s_b), sigma(s_b))]
            + sum_d sg(alpha_mean_d) KL_mean_d + sg(alpha_std_d) KL_std_d
     L_alpha = sum_d alpha_mean_d (eps_mean - sg(KL_mean_d)) + alpha_std_d (eps_std - sg(KL_std_d))
@@ -25,12 +39,15 @@ the target policy and the mean-only and std-only policies (`gaussian_kl`,
 written with standard deviations). alpha = softplus(raw parameter).
 
 Critic. One critic (not twin), trained by TD on y = r + gamma * d *
-mean_n Q_targ(s', tanh(u'_n)), u'_n ~ pi_targ(.|s'). Target actor and critic
+mean_n Q_targ(s', clip(u'_n)), u'_n ~ pi_targ(.|s'). Target actor and critic
 follow the online ones by Polyak averaging (tau) every update.
 
-Squashing. The policy is a Gaussian over pre-squash actions u; the agent
-acts with tanh(u), the critic always sees tanh(u), and the M-step fits the
-Gaussian to the sampled u (the tanh Jacobian does not depend on the policy).
+Squashing. The agent acts with clip(u), the critic always sees clip(u), and
+the M-step fits the Gaussian to the sampled u themselves; the deterministic
+action is the mean. (A tanh-squashed Gaussian, as SAC's, failed here: MPO's
+weighted likelihood has no term that keeps the pre-squash mean where tanh
+still varies, and on cartpole-swingup policies drifted into saturation,
+every sample mapping to the same action, and stayed there.)
 
 The temperature dual is solved by `Config.dual_solver`:
 - "scipy": scipy.optimize.minimize (SLSQP in log eta, eta >= 1e-6, the exact
@@ -54,7 +71,13 @@ import scipy.optimize
 from jax.typing import ArrayLike
 
 from jax_rl.algos import common
-from jax_rl.networks import Critic, GaussianPolicy, gaussian_log_prob, polyak_update, squash
+from jax_rl.networks import (
+    BoundedGaussianPolicy,
+    Critic,
+    clip_action,
+    gaussian_log_prob,
+    polyak_update,
+)
 from jax_rl.transition import Transition
 
 DUAL_SOLVERS = ("scipy", "newton", "adam")
@@ -87,8 +110,13 @@ class Config(flax.struct.PyTreeNode):
     tau: float = common.field(0.005, "Polyak rate of the target actor and critic")
     epsilon: float = common.field(0.1, "KL bound of the E-step (sets the temperature)")
     epsilon_mean: float = common.field(2.5e-3, "KL bound on the policy mean, per action dimension")
-    epsilon_std: float = common.field(1e-6, "KL bound on the policy std, per action dimension")
-    init_temperature: float = common.field(1.0, "initial temperature eta")
+    epsilon_std: float = common.field(
+        1e-4, "KL bound on the policy std, per action dimension (per update)"
+    )
+    epsilon_penalty: float = common.field(
+        1e-3, "KL bound of the action-penalty E-step (keeps samples inside [-1, 1])"
+    )
+    init_temperature: float = common.field(1.0, "initial temperature eta (of both E-steps)")
     init_alpha_mean: float = common.field(1.0, "initial multiplier of the mean KL constraint")
     init_alpha_std: float = common.field(10.0, "initial multiplier of the std KL constraint")
 
@@ -104,6 +132,7 @@ class Config(flax.struct.PyTreeNode):
                 "epsilon",
                 "epsilon_mean",
                 "epsilon_std",
+                "epsilon_penalty",
                 "init_temperature",
                 "init_alpha_mean",
                 "init_alpha_std",
@@ -125,6 +154,8 @@ class State(flax.struct.PyTreeNode):
     critic_opt_state: optax.OptState
     temperature: jax.Array  # eta
     temperature_opt_state: optax.OptState  # Adam on log eta, used by the "adam" solver
+    penalty_temperature: jax.Array  # eta of the action-penalty E-step
+    penalty_temperature_opt_state: optax.OptState
     alpha_params: dict[str, jax.Array]  # {"mean": [A], "std": [A]}, alpha = softplus(.)
     alpha_opt_state: optax.OptState
     step: jax.Array
@@ -227,9 +258,9 @@ def solve_temperature_newton(q: jax.Array, start: jax.Array, epsilon: jax.Array)
 # ---------------------------------------------------------------- losses
 
 
-def _networks(state: State) -> tuple[GaussianPolicy, Critic]:
+def _networks(state: State) -> tuple[BoundedGaussianPolicy, Critic]:
     cfg = state.config
-    policy = GaussianPolicy(cfg.hidden_sizes, state.action_size, layer_init=cfg.layer_init)
+    policy = BoundedGaussianPolicy(cfg.hidden_sizes, state.action_size, layer_init=cfg.layer_init)
     return policy, Critic(cfg.hidden_sizes, layer_init=cfg.layer_init)
 
 
@@ -237,14 +268,14 @@ def sample_target_actions(
     state: State, obs: jax.Array, key: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """u [N, B, A] from the target policy at obs [B, O], with its mean, std [B, A] and
-    the target critic's Q [B, N] of tanh(u)."""
+    the target critic's Q [B, N] of clip(u)."""
     actor, critic = _networks(state)
     mean, log_std = actor.apply(state.target_actor_params, obs)
     std = jnp.exp(log_std)
     n = state.config.num_samples
     u = mean[None] + std[None] * jax.random.normal(key, (n,) + mean.shape)
     tiled_obs = jnp.broadcast_to(obs[None], (n,) + obs.shape)
-    q = critic.apply(state.target_critic_params, tiled_obs, squash(u))  # [N, B]
+    q = critic.apply(state.target_critic_params, tiled_obs, clip_action(u))  # [N, B]
     return u, mean, std, q.T
 
 
@@ -301,7 +332,7 @@ def _softplus_inverse(x: jax.Array) -> jax.Array:
 
 
 def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
-    actor = GaussianPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
+    actor = BoundedGaussianPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
     critic = Critic(config.hidden_sizes, layer_init=config.layer_init)
     actor_key, critic_key = jax.random.split(key)
     obs = jnp.zeros((1, obs_size), jnp.float32)
@@ -321,6 +352,8 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
         critic_opt_state=common.adam_init(critic_params),
         temperature=temperature,
         temperature_opt_state=common.adam_init(jnp.log(temperature)),
+        penalty_temperature=common.copy(temperature),
+        penalty_temperature_opt_state=common.adam_init(jnp.log(temperature)),
         alpha_params=alpha_params,
         alpha_opt_state=common.adam_init(alpha_params),
         step=jnp.int32(0),
@@ -330,28 +363,36 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
 
 
 def act(state: State, obs: jax.Array, key: jax.Array, deterministic: bool) -> jax.Array:
-    """obs [B, O] -> tanh(mean) if deterministic, else tanh of a Gaussian sample."""
+    """obs [B, O] -> the mean if deterministic, else a Gaussian sample, clipped to [-1, 1]."""
     actor, _ = _networks(state)
     mean, log_std = actor.apply(state.actor_params, obs)
     if deterministic:
-        return squash(mean)
-    return squash(mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape))
+        return mean
+    return clip_action(mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape))
 
 
-def _new_temperature(state: State, q: jax.Array) -> tuple[jax.Array, optax.OptState]:
-    cfg = state.config
-    if cfg.dual_solver == "scipy":
-        return solve_temperature_scipy(
-            q, state.temperature, cfg.epsilon
-        ), state.temperature_opt_state
-    if cfg.dual_solver == "newton":
-        return solve_temperature_newton(
-            q, state.temperature, cfg.epsilon
-        ), state.temperature_opt_state
-    log_eta = jnp.log(state.temperature)
-    grad = jax.grad(lambda x: _centred_dual(jnp.exp(x), q, cfg.epsilon))(log_eta)
-    log_eta, opt_state = common.adam_step(log_eta, grad, state.temperature_opt_state, cfg.dual_lr)
+def _new_temperature(
+    solver: str,
+    learning_rate: jax.Array,
+    temperature: jax.Array,
+    opt_state: optax.OptState,
+    q: jax.Array,
+    epsilon: jax.Array,
+) -> tuple[jax.Array, optax.OptState]:
+    """eta for scores q [B, N] and bound epsilon by `solver`, starting from `temperature`."""
+    if solver == "scipy":
+        return solve_temperature_scipy(q, temperature, epsilon), opt_state
+    if solver == "newton":
+        return solve_temperature_newton(q, temperature, epsilon), opt_state
+    log_eta = jnp.log(temperature)
+    grad = jax.grad(lambda x: _centred_dual(jnp.exp(x), q, epsilon))(log_eta)
+    log_eta, opt_state = common.adam_step(log_eta, grad, opt_state, learning_rate)
     return jnp.maximum(jnp.exp(log_eta), MIN_TEMPERATURE), opt_state
+
+
+def action_penalty(u: jax.Array) -> jax.Array:
+    """-sum_a (u - clip(u))^2: u [N, B, A] -> [B, N]; zero for samples inside [-1, 1]."""
+    return -jnp.sum((u - clip_action(u)) ** 2, axis=-1).T
 
 
 def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
@@ -366,9 +407,30 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
 
 def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State, dict]:
     """E-step (temperature, weights), then the M-step and the KL multipliers."""
+    cfg = state.config
     u, target_mean, target_std, q = sample_target_actions(state, obs, key)
-    temperature, temperature_opt_state = _new_temperature(state, q)
-    weights = jax.lax.stop_gradient(jax.nn.softmax(q / temperature, axis=1))  # [B, N]
+    temperature, temperature_opt_state = _new_temperature(
+        cfg.dual_solver, cfg.dual_lr, state.temperature, state.temperature_opt_state, q, cfg.epsilon
+    )
+    # The action penalty (MO-MPO): a second E-step on -|u - clip(u)|^2 with its own
+    # temperature; the M-step fits both weightings. Beyond the box every sample
+    # scores as its clipped action, so without it the weights favour the whole tail.
+    # Its temperature, like the KL multipliers, follows one Adam step on the dual per
+    # update whatever `dual_solver` is (as Acme learns all its duals): no second host
+    # round trip for "scipy".
+    penalty = action_penalty(u)
+    penalty_temperature, penalty_opt_state = _new_temperature(
+        "adam",
+        cfg.dual_lr,
+        state.penalty_temperature,
+        state.penalty_temperature_opt_state,
+        penalty,
+        cfg.epsilon_penalty,
+    )
+    weights = jax.nn.softmax(q / temperature, axis=1) + jax.nn.softmax(
+        penalty / penalty_temperature, axis=1
+    )
+    weights = jax.lax.stop_gradient(weights)  # [B, N]
     alpha = jax.tree_util.tree_map(jax.nn.softplus, state.alpha_params)
     (loss, kl), grads = jax.value_and_grad(policy_loss, has_aux=True)(
         state.actor_params, alpha, state, obs, u, weights, target_mean, target_std
@@ -383,6 +445,7 @@ def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State,
     metrics = {
         "loss/policy": loss,
         "dual/temperature": temperature,
+        "dual/penalty_temperature": penalty_temperature,
         "dual/alpha_mean": alpha["mean"].mean(),
         "dual/alpha_std": alpha["std"].mean(),
         "kl/mean": kl["kl_mean"].sum(),
@@ -394,6 +457,8 @@ def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State,
         actor_opt_state=actor_opt_state,
         temperature=temperature,
         temperature_opt_state=temperature_opt_state,
+        penalty_temperature=penalty_temperature,
+        penalty_temperature_opt_state=penalty_opt_state,
         alpha_params=alpha_params,
         alpha_opt_state=alpha_opt_state,
     )

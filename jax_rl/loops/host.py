@@ -223,7 +223,10 @@ def init_population(
 
     axes = learner_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
     over = population.over_agents(one, (0, 0), axes, len(seeds))
-    return over(population.stack(algo_configs), keys)
+    learner = over(population.stack(algo_configs), keys)
+    # The steps donate the learner, and XLA refuses to donate one buffer twice: a learner
+    # may hold one array under two names.
+    return jax.tree_util.tree_map(jnp.copy, learner)
 
 
 def evaluate(

@@ -110,6 +110,24 @@ def test_weighted_likelihood_moves_the_policy_toward_high_q_actions():
     assert after > before + 0.1, (before, after)
 
 
+def test_action_penalty_weights_favour_samples_inside_the_box():
+    # u [N=4, B=1, A=2]: the penalty is -sum of squared distances to [-1, 1].
+    u = jnp.array([[[0.5, -0.2]], [[1.5, 0.0]], [[-3.0, 2.0]], [[0.9, -1.0]]])
+    penalty = mpo.action_penalty(u)
+    np.testing.assert_allclose(penalty, [[0.0, -0.25, -5.0, 0.0]], rtol=1e-6)
+    # Its E-step: weights v = softmax(P / eta_p) whose KL from uniform is epsilon_penalty
+    # (the dual's constraint is active), more of the mass on the samples inside.
+    rows = jax.random.uniform(jax.random.key(0), (32, 20, 1), minval=-2.0, maxval=2.0)
+    penalty = mpo.action_penalty(jnp.swapaxes(rows, 0, 1))  # [B, N]
+    eps = 1e-3
+    eta = mpo.solve_temperature_newton(penalty, jnp.float32(1.0), jnp.float32(eps))
+    v = np.asarray(jax.nn.softmax(penalty / eta, axis=1), np.float64)
+    kl = (v * np.log(v * v.shape[1])).sum(axis=1).mean()
+    np.testing.assert_allclose(kl, eps, rtol=0.05)
+    inside = np.asarray(penalty) == 0.0
+    assert (v * inside).sum() / v.shape[0] > inside.mean()
+
+
 def test_kl_multipliers_grow_when_the_constraint_is_violated():
     alpha = {"mean": jnp.zeros(2), "std": jnp.zeros(2)}
     config = mpo.Config()
@@ -170,11 +188,22 @@ def test_scipy_and_newton_updates_give_the_same_state():
 
 
 def test_acting_squashes_like_the_critic_sees():
+    """The agent acts with clip(u), and the critic scores exactly clip(u) of the samples."""
     state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, mpo.Config(hidden_sizes=(8,)))
     obs = 10.0 * jax.random.normal(jax.random.key(1), (512, OBS_SIZE))
-    for deterministic in (True, False):
-        action = mpo.act(state, obs, jax.random.key(2), deterministic)
-        assert float(jnp.abs(action).max()) <= 1.0
+    actor, critic = mpo._networks(state)
+    mean, log_std = actor.apply(state.actor_params, obs)
+    assert float(jnp.abs(mean).max()) <= 1.0 and float(jnp.exp(log_std).max()) <= 1.0
+    np.testing.assert_allclose(mpo.act(state, obs, jax.random.key(2), True), mean)
+    key = jax.random.key(3)
+    sampled = mpo.act(state, obs, key, deterministic=False)
+    raw = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+    assert float(jnp.abs(raw).max()) > 1.0  # some samples leave the box...
+    np.testing.assert_allclose(sampled, jnp.clip(raw, -1.0, 1.0), rtol=1e-6)  # ...and are clipped
+    u, _, _, q = mpo.sample_target_actions(state, obs, key)
+    for n in (0, 7):
+        expected = critic.apply(state.target_critic_params, obs, jnp.clip(u[n], -1.0, 1.0))
+        np.testing.assert_allclose(q[:, n], expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(
