@@ -140,39 +140,53 @@ class StepFunctions:
     act_deterministic: Callable[[Any, Array], jax.Array]
 
 
-def _single_row(transition: Transition) -> Transition:
-    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32)[None], transition)
-
-
 def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
     """Build the loop's jitted calls for learner module `algo`."""
 
-    def collect_one(learner: Learner, transition: Transition) -> Learner:
-        return learner.replace(replay=replay_lib.insert(learner.replay, _single_row(transition)))
+    def insert(replay: replay_lib.ReplayState, transitions: Transition) -> replay_lib.ReplayState:
+        """One row per agent into the population's buffers ([P, capacity, ...], a shared
+        position): one dynamic-update-slice per field, done in place on the donated
+        buffers (indexing them down to one agent, or a vmapped scatter, made XLA copy
+        them every step)."""
+        capacity = jax.tree_util.tree_leaves(replay.data)[0].shape[1]
+
+        def write(stored: jax.Array, new: jax.Array) -> jax.Array:
+            new = jnp.asarray(new, stored.dtype).reshape(stored.shape[:1] + (1,) + stored.shape[2:])
+            start = (0, replay.position) + (0,) * (stored.ndim - 2)
+            return jax.lax.dynamic_update_slice(stored, new, start)
+
+        return replay_lib.ReplayState(
+            data=jax.tree_util.tree_map(write, replay.data, transitions),
+            position=(replay.position + 1) % capacity,
+            size=jnp.minimum(replay.size + 1, capacity),
+        )
 
     def learn_one(
-        learner: Learner, transition: Transition, act_obs: jax.Array
+        learner: Learner, replay: replay_lib.ReplayState, act_obs: jax.Array
     ) -> tuple[Learner, jax.Array]:
         key, sample_key, update_key, act_key = jax.random.split(learner.key, 4)
-        replay = replay_lib.insert(learner.replay, _single_row(transition))
         batch = replay_lib.sample(replay, sample_key, batch_size)
         agent, metrics = algo.update(learner.agent, batch, update_key)
         action = algo.act(agent, act_obs[None], act_key, deterministic=False)[0]
         sums = jax.tree_util.tree_map(jnp.add, learner.metric_sums, metrics)
-        learner = Learner(agent, replay, key, sums, learner.num_updates + 1)
-        return learner, action
+        return learner.replace(
+            agent=agent, key=key, metric_sums=sums, num_updates=learner.num_updates + 1
+        ), action
 
     # The population versions: vmapped over the agents (indexed where there is one).
     def collect(learner: Learner, transitions: Transition) -> Learner:
-        axes, size = learner_axes(learner), transitions.reward.shape[0]
-        return population.over_agents(collect_one, (axes, 0), axes, size)(learner, transitions)
+        return learner.replace(replay=insert(learner.replay, transitions))
 
     def learn(
         learner: Learner, transitions: Transition, act_obs: jax.Array
     ) -> tuple[Learner, jax.Array]:
-        axes, size = learner_axes(learner), act_obs.shape[0]
-        over = population.over_agents(learn_one, (axes, 0, 0), (axes, 0), size)
-        return over(learner, transitions, act_obs)
+        replay = insert(learner.replay, transitions)
+        rest = learner.replace(replay=None)
+        axes, size = learner_axes(rest), act_obs.shape[0]
+        in_axes = (axes, population.replay_axes(replay), 0)
+        over = population.over_agents(learn_one, in_axes, (axes, 0), size)
+        rest, actions = over(rest, replay, act_obs)
+        return rest.replace(replay=replay), actions
 
     def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:
         # A deterministic policy draws no randomness; the key is a placeholder.
