@@ -387,12 +387,15 @@ def write_configs(
             )
 
 
-def describe_population(agents: Sequence[Any], sweep: dict[str, list[float]]) -> str:
-    """`seeds 0-4; tau in {0.005, 0.01}`: who trains, for the start-up line."""
+def describe_population(agents: Sequence[Any], sweep: dict[str, list[float]], name: str) -> str:
+    """Who trains, for the start-up line: the run's `name` for one agent, else
+    `5 agents (seeds 0-4; tau in {0.005, 0.01})`."""
+    if len(agents) == 1:
+        return name
     seeds = sorted({a.seed for a in agents})
     parts = [f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"]
     parts += [f"{k} in {{{', '.join(f'{v:g}' for v in vs)}}}" for k, vs in sorted(sweep.items())]
-    return "; ".join(parts)
+    return f"{len(agents)} agents ({'; '.join(parts)})"
 
 
 def write_summaries(

@@ -131,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     cli.write_configs(logger, run_config, agents, configs, sweep, args.policy)
     ratio = loop_config.updates_per_step * loop_config.batch_size / loop_config.num_envs
-    who = name
-    if len(agents) > 1:
-        who = f"{len(agents)} agents ({cli.describe_population(agents, sweep)})"
+    who = cli.describe_population(agents, sweep, name)
     logger.message(
         f"training {who} on {jax.devices()[0].platform}: {total:,} environment steps each, "
         f"{loop_config.num_envs} envs x {loop_config.updates_per_step} updates per iteration "

@@ -103,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "algo": {f.name: getattr(algo_config, f.name) for f in dataclasses.fields(algo_config)},
     }
     cli.write_configs(logger, run_config, agents, configs, sweep, args.policy)
-    who = name
-    if len(agents) > 1:
-        who = f"{len(agents)} agents ({cli.describe_population(agents, sweep)})"
+    who = cli.describe_population(agents, sweep, name)
     logger.message(f"training {who}; writing to {save_dir}")
     seeds = [a.seed for a in agents]
     try:
