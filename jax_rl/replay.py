@@ -134,7 +134,29 @@ def insert(state: ReplayState, batch: Transition) -> ReplayState:
     )
 
 
+def sample_rows(key: jax.Array, size: jax.Array, batch_size: int) -> jax.Array:
+    """`batch_size` row indices drawn uniformly, with replacement, from [0, size)."""
+    return jax.random.randint(key, (batch_size,), 0, jnp.maximum(size, 1))
+
+
 def sample(state: ReplayState, key: jax.Array, batch_size: int) -> Transition:
     """Draw `batch_size` rows uniformly, with replacement, from the rows written."""
-    rows = jax.random.randint(key, (batch_size,), 0, jnp.maximum(state.size, 1))
+    rows = sample_rows(key, state.size, batch_size)
     return jax.tree_util.tree_map(lambda stored: stored[rows], state.data)
+
+
+def gather_population(data: Transition, rows: jax.Array) -> Transition:
+    """Rows [P, B] of a population's buffers (leaves [P, capacity, ...]) -> [P, B, ...].
+
+    One gather over the buffers seen as a single [P * capacity, ...] table. A vmapped
+    per-agent gather computes the same, but XLA fused the insert that precedes it into
+    the gather and then copied every buffer on every step to keep the insert in place.
+    """
+
+    def take(stored: jax.Array) -> jax.Array:
+        agents, capacity = stored.shape[:2]
+        table = stored.reshape((agents * capacity,) + stored.shape[2:])
+        index = (jnp.arange(agents, dtype=rows.dtype)[:, None] * capacity + rows).reshape(-1)
+        return table[index].reshape(rows.shape + stored.shape[2:])
+
+    return jax.tree_util.tree_map(take, data)

@@ -99,3 +99,23 @@ def test_spec_rejects_non_positive_sizes():
 def test_nbytes_counts_every_field():
     spec = replay.ReplaySpec(capacity=10, obs_size=3, action_size=2)
     assert spec.nbytes == 10 * (3 + 3 + 2 + 1 + 1) * 4
+
+
+def test_population_gather_reads_each_agents_own_rows():
+    """gather_population(data, rows)[i] == agent i's buffer at rows[i]."""
+    agents, capacity = 3, 7
+    obs = np.arange(agents * capacity * 2, dtype=np.float32).reshape(agents, capacity, 2)
+    data = Transition(
+        obs=obs,
+        action=-obs[..., :1],
+        reward=obs[..., 0],
+        discount=obs[..., 1],
+        next_obs=obs + 0.5,
+    )
+    rows = np.array([[0, 6, 6, 2], [1, 1, 0, 5], [6, 3, 4, 0]], np.int32)
+    gathered = replay.gather_population(data, jnp.asarray(rows))
+    leaves = jax.tree_util.tree_leaves
+    for field, stored in zip(leaves(gathered), leaves(data), strict=True):
+        assert field.shape == (agents, 4) + stored.shape[2:]
+        for i in range(agents):
+            np.testing.assert_array_equal(field[i], stored[i][rows[i]])

@@ -161,11 +161,16 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
             size=jnp.minimum(replay.size + 1, capacity),
         )
 
+    def draw(key: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """One agent's keys for this step ([next, update, act]) and its batch's rows."""
+        key, sample_key, update_key, act_key = jax.random.split(key, 4)
+        rows = replay_lib.sample_rows(sample_key, size, batch_size)
+        return jnp.stack([key, update_key, act_key]), rows
+
     def learn_one(
-        learner: Learner, replay: replay_lib.ReplayState, act_obs: jax.Array
+        learner: Learner, keys: jax.Array, batch: Transition, act_obs: jax.Array
     ) -> tuple[Learner, jax.Array]:
-        key, sample_key, update_key, act_key = jax.random.split(learner.key, 4)
-        batch = replay_lib.sample(replay, sample_key, batch_size)
+        key, update_key, act_key = keys
         agent, metrics = algo.update(learner.agent, batch, update_key)
         action = algo.act(agent, act_obs[None], act_key, deterministic=False)[0]
         sums = jax.tree_util.tree_map(jnp.add, learner.metric_sums, metrics)
@@ -183,9 +188,10 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         replay = insert(learner.replay, transitions)
         rest = learner.replace(replay=None)
         axes, size = learner_axes(rest), act_obs.shape[0]
-        in_axes = (axes, population.replay_axes(replay), 0)
-        over = population.over_agents(learn_one, in_axes, (axes, 0), size)
-        rest, actions = over(rest, replay, act_obs)
+        keys, rows = population.over_agents(draw, (0, None), (0, 0), size)(rest.key, replay.size)
+        batch = replay_lib.gather_population(replay.data, rows)
+        over = population.over_agents(learn_one, (axes, 0, 0, 0), (axes, 0), size)
+        rest, actions = over(rest, keys, batch, act_obs)
         return rest.replace(replay=replay), actions
 
     def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:

@@ -22,6 +22,7 @@ from jax_rl.envs.probes import ContextualBandit, Countdown
 from jax_rl.logger import PopulationLogger
 from jax_rl.loops import host
 from jax_rl.loops.common import NonFiniteError
+from jax_rl.transition import Transition
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOP = dict(
@@ -118,6 +119,30 @@ def test_counters_are_shared_and_the_step_compiles_once(runs):
     assert fns.learn._cache_size() == 1 and fns.collect._cache_size() == 1
     # TD3's delayed actor update stays a branch: the shared step counts every update once.
     assert int(learner.agent.step) == LOOP["max_timesteps"] - LOOP["start_timesteps"] + 1
+
+
+def test_the_step_writes_and_samples_the_buffers_in_place():
+    """The compiled learn step holds no copy of a replay buffer, so its cost does not grow
+    with the capacity. (A vmapped per-agent sample made XLA fuse the insert into the
+    gather and copy every buffer each step: 27 ms a step at capacity 1M against 6 ms
+    at 10k, for two agents.)"""
+    num_agents, capacity, obs_size = 3, 65_536, 3
+    learner = host.init_population(
+        td3, [td3.Config(hidden_sizes=HIDDEN)] * num_agents, range(num_agents),
+        obs_size, 1, capacity, 8,
+    )  # fmt: skip
+    obs = np.zeros((num_agents, obs_size), np.float32)
+    ones = np.ones(num_agents, np.float32)
+    rows = Transition(obs, np.zeros((num_agents, 1), np.float32), ones, ones, obs)
+    fns = host.make_step_functions(td3, 8)
+    for step in (fns.learn, fns.collect):
+        args = (learner, rows, obs) if step is fns.learn else (learner, rows)
+        text = step.lower(*args).compile().as_text()
+        copies = [
+            line for line in text.splitlines()
+            if " copy(" in line and f",{capacity}" in line.split("copy(")[0]
+        ]  # fmt: skip
+        assert copies == []
 
 
 def test_sweep_values_reach_their_agents(runs):
