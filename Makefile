@@ -15,8 +15,11 @@ $(BIN)/activate-done: requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
+# The suite is mostly XLA compilation, one core per process: two workers on two cores;
+# a module's tests stay on one worker (they share its compiled fixtures).
+TEST_WORKERS ?= 2
 test: init
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 lint: init
 	$(BIN)/ruff check jax_rl tests
