@@ -145,6 +145,27 @@ def sample(state: ReplayState, key: jax.Array, batch_size: int) -> Transition:
     return jax.tree_util.tree_map(lambda stored: stored[rows], state.data)
 
 
+def insert_population(state: ReplayState, rows: Transition) -> ReplayState:
+    """One row per agent (leaves [P, ...]) into a population's buffers (leaves
+    [P, capacity, ...], one write position shared by all agents).
+
+    One dynamic-update-slice per field, done in place on donated buffers (indexing
+    them down to one agent, or a vmapped scatter, made XLA copy them every step).
+    """
+    capacity = state.data.reward.shape[1]
+
+    def write(stored: jax.Array, new: jax.Array) -> jax.Array:
+        new = jnp.asarray(new, stored.dtype).reshape(stored.shape[:1] + (1,) + stored.shape[2:])
+        start = (0, state.position) + (0,) * (stored.ndim - 2)
+        return jax.lax.dynamic_update_slice(stored, new, start)
+
+    return ReplayState(
+        data=jax.tree_util.tree_map(write, state.data, rows),
+        position=(state.position + 1) % capacity,
+        size=jnp.minimum(state.size + 1, capacity),
+    )
+
+
 def gather_population(data: Transition, rows: jax.Array) -> Transition:
     """Rows [P, B] of a population's buffers (leaves [P, capacity, ...]) -> [P, B, ...].
 

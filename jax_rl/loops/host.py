@@ -143,24 +143,6 @@ class StepFunctions:
 def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
     """Build the loop's jitted calls for learner module `algo`."""
 
-    def insert(replay: replay_lib.ReplayState, transitions: Transition) -> replay_lib.ReplayState:
-        """One row per agent into the population's buffers ([P, capacity, ...], a shared
-        position): one dynamic-update-slice per field, done in place on the donated
-        buffers (indexing them down to one agent, or a vmapped scatter, made XLA copy
-        them every step)."""
-        capacity = jax.tree_util.tree_leaves(replay.data)[0].shape[1]
-
-        def write(stored: jax.Array, new: jax.Array) -> jax.Array:
-            new = jnp.asarray(new, stored.dtype).reshape(stored.shape[:1] + (1,) + stored.shape[2:])
-            start = (0, replay.position) + (0,) * (stored.ndim - 2)
-            return jax.lax.dynamic_update_slice(stored, new, start)
-
-        return replay_lib.ReplayState(
-            data=jax.tree_util.tree_map(write, replay.data, transitions),
-            position=(replay.position + 1) % capacity,
-            size=jnp.minimum(replay.size + 1, capacity),
-        )
-
     def draw(key: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
         """One agent's keys for this step ([next, update, act]) and its batch's rows."""
         key, sample_key, update_key, act_key = jax.random.split(key, 4)
@@ -180,12 +162,12 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
 
     # The population versions: vmapped over the agents (indexed where there is one).
     def collect(learner: Learner, transitions: Transition) -> Learner:
-        return learner.replace(replay=insert(learner.replay, transitions))
+        return learner.replace(replay=replay_lib.insert_population(learner.replay, transitions))
 
     def learn(
         learner: Learner, transitions: Transition, act_obs: jax.Array
     ) -> tuple[Learner, jax.Array]:
-        replay = insert(learner.replay, transitions)
+        replay = replay_lib.insert_population(learner.replay, transitions)
         rest = learner.replace(replay=None)
         axes, size = learner_axes(rest), act_obs.shape[0]
         keys, rows = population.over_agents(draw, (0, None), (0, 0), size)(rest.key, replay.size)
