@@ -33,7 +33,6 @@ import jax
 from jax_rl import algos, population, timing
 from jax_rl.algos import mpo
 from jax_rl.envs.brax import BraxEnv
-from jax_rl.envs.dm_control import DMControlEnv
 from jax_rl.loops import device, host
 
 
@@ -131,6 +130,10 @@ def bench_host_step(
     """Seconds per 1000 host-loop training steps of learner `name`."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
+    # Imported here so that the Brax-only benchmark (--skip_host) runs without dm_control,
+    # e.g. on an accelerator machine that has only JAX and Brax.
+    from jax_rl.envs.dm_control import DMControlEnv
+
     env = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
     fns = host.make_step_functions(algo, settings.batch_size)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
@@ -239,12 +242,18 @@ def bench_device_chunk(
 
 
 def device_markdown(
-    rows: list[dict[str, Any]], settings: DeviceBenchSettings, matmul: float
+    rows: list[dict[str, Any]],
+    settings: DeviceBenchSettings,
+    matmul: float,
+    info: dict[str, Any],
 ) -> str:
     lines = [
         f"# Brax pipeline: {settings.env} ({settings.backend}), {settings.num_envs} envs, "
         f"{settings.updates_per_step} updates per iteration, batch {settings.batch_size}, "
         f"{'-'.join(map(str, settings.hidden_sizes))} networks",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, accelerator {info['accelerator']}, "
+        f"JAX {info['jax']}; float32 matmul rate {matmul / 1e9:.0f} GFLOP/s.",
         "",
         "| policy | env steps/s | updates/s | compile (s) | GFLOP / update "
         "| achieved GFLOP/s | of matmul rate |",
@@ -368,6 +377,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="docs/benchmarks", help="folder for the tables")
     parser.add_argument("--skip_brax", action="store_true", help="time the host loop only")
     parser.add_argument(
+        "--skip_host",
+        action="store_true",
+        help="time the Brax pipeline only (needs no dm_control, e.g. on a GPU machine)",
+    )
+    for flag, help_text in (
+        ("num_envs", "Brax pipeline: environments per agent"),
+        ("updates_per_step", "Brax pipeline: updates per iteration (k)"),
+        ("batch_size", "Brax pipeline: batch size"),
+        ("iterations_per_chunk", "Brax pipeline: iterations per timed chunk"),
+    ):
+        parser.add_argument(f"--{flag}", type=int, default=None, metavar="N", help=help_text)
+    parser.add_argument(
         "--population",
         default=None,
         metavar="N,N,...",
@@ -385,31 +406,49 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
 
+    if args.skip_host and args.skip_brax:
+        print("error: --skip_host and --skip_brax leave nothing to time", file=sys.stderr)
+        return 2
+    sizes = {
+        flag: getattr(args, flag)
+        for flag in ("num_envs", "updates_per_step", "batch_size", "iterations_per_chunk")
+        if getattr(args, flag) is not None
+    }
+    if any(v < 1 for v in sizes.values()):
+        print(f"error: Brax pipeline sizes must be positive, got {sizes}", file=sys.stderr)
+        return 2
+    device_settings = dataclasses.replace(
+        QUICK_DEVICE if args.quick else DeviceBenchSettings(), **sizes
+    )
+
     info = machine()
     if args.population:
-        return _bench_population(args, names[0], info)
-    matmul = timing.matmul_rate(256 if args.quick else 2048, repeats=3 if args.quick else 10)
-    rows = []
-    for name in names:
-        for label, overrides in variants(name):
-            print(f"timing {label} ...", file=sys.stderr, flush=True)
-            rows.append(bench_host_step(name, settings, label=label, **overrides))
+        return _bench_population(args, names[0], info, device_settings)
+    if args.quick:
+        matmul = timing.matmul_rate(256, repeats=3)
+    else:  # an accelerator needs a larger product to reach its rate
+        matmul = timing.matmul_rate(2048 if info["accelerator"] == "none" else 8192)
     out = Path(args.out)
-    _write(
-        out,
-        "host",
-        markdown(rows, info, settings, matmul),
-        {
-            "machine": info,
-            "settings": dataclasses.asdict(settings),
-            "matmul_flops_per_second": matmul,
-            "host_loop": rows,
-        },
-    )
+    if not args.skip_host:
+        rows = []
+        for name in names:
+            for label, overrides in variants(name):
+                print(f"timing {label} ...", file=sys.stderr, flush=True)
+                rows.append(bench_host_step(name, settings, label=label, **overrides))
+        _write(
+            out,
+            "host",
+            markdown(rows, info, settings, matmul),
+            {
+                "machine": info,
+                "settings": dataclasses.asdict(settings),
+                "matmul_flops_per_second": matmul,
+                "host_loop": rows,
+            },
+        )
     if args.skip_brax:
         return 0
 
-    device_settings = QUICK_DEVICE if args.quick else DeviceBenchSettings()
     device_rows = []
     for name in names:
         # The adam solver costs what newton costs on the device; two MPO rows suffice.
@@ -419,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     _write(
         out,
         "brax",
-        device_markdown(device_rows, device_settings, matmul),
+        device_markdown(device_rows, device_settings, matmul, info),
         {
             "machine": info,
             "settings": dataclasses.asdict(device_settings),
@@ -430,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _bench_population(args: argparse.Namespace, name: str, info: dict[str, Any]) -> int:
+def _bench_population(
+    args: argparse.Namespace, name: str, info: dict[str, Any], settings: DeviceBenchSettings
+) -> int:
     try:
         sizes = [int(n) for n in args.population.split(",")]
     except ValueError:
@@ -438,7 +479,6 @@ def _bench_population(args: argparse.Namespace, name: str, info: dict[str, Any])
     if not sizes or min(sizes) < 1 or 1 not in sizes:
         print("error: --population wants positive sizes including 1, e.g. 1,4,16", file=sys.stderr)
         return 2
-    settings = QUICK_DEVICE if args.quick else DeviceBenchSettings()
     rows = []
     for n in sizes:
         print(f"timing {n} {name} agent(s) on the Brax pipeline ...", file=sys.stderr, flush=True)

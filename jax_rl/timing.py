@@ -86,8 +86,10 @@ def compiled_flops(fn: Callable[..., Any], *args: Any) -> float | None:
 
 
 def matmul_rate(size: int = 2048, repeats: int = 10) -> float:
-    """The machine's float32 matmul rate in FLOP/s on the default device (median)."""
-    a = jnp.ones((size, size), jnp.float32)
+    """The machine's float32 matmul rate in FLOP/s on the default device (median), at JAX's
+    default precision (the one the learners run at; TF32 on recent NVIDIA GPUs). Random
+    operands: some hardware multiplies constant data faster than real data."""
+    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
     matmul = jax.jit(lambda x, y: x @ y)
     jax.block_until_ready(matmul(a, a))
     times = []

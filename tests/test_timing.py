@@ -85,3 +85,22 @@ def test_quick_benchmark_writes_valid_json(tmp_path):
         # updates per env step = k / num_envs, by construction of the chunk
         ratio = row["updates_per_second"] / row["env_steps_per_second"]
         assert ratio == pytest.approx(row["updates_per_step"] / row["num_envs"])
+
+
+def test_brax_only_benchmark_takes_the_sizes_given(tmp_path):
+    args = ["--quick", "--skip_host", "--policies", "TD3", "--num_envs", "8"]
+    assert benchmark.main([*args, "--updates_per_step", "4", "--out", str(tmp_path)]) == 0
+    assert not (tmp_path / "host.json").exists()  # the host loop (dm_control) was not timed
+    payload = json.loads((tmp_path / "brax.json").read_text())
+    assert payload["settings"]["num_envs"] == 8 and payload["settings"]["updates_per_step"] == 4
+    (row,) = payload["device_pipeline"]
+    assert row["policy"] == "TD3" and row["num_envs"] == 8
+    assert row["updates_per_second"] / row["env_steps_per_second"] == pytest.approx(4 / 8)
+
+
+@pytest.mark.parametrize(
+    "args", [["--skip_host", "--skip_brax"], ["--num_envs", "0"], ["--policies", "PPO"]]
+)
+def test_benchmark_refuses_bad_arguments(args, tmp_path, capsys):
+    assert benchmark.main([*args, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error:")
