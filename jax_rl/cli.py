@@ -326,6 +326,8 @@ def build_algo_config(
         for field, swept in sweep.items():
             for value in swept:
                 module.Config(**{**values, field: value})
+        if hasattr(module, "check_platform"):  # what the learner needs of this process
+            module.check_platform(config)
     except ValueError as e:
         fail(str(e))
     return module, config, sweep

@@ -207,7 +207,12 @@ def _two_devices(out: Path) -> None:
 
 def test_two_simulated_devices_give_the_results_of_one(runs, tmp_path):
     _, together, _ = runs["SAC"]
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    # The CPU's two simulated devices, also where an accelerator is visible.
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "JAX_PLATFORMS": "cpu",
+    }
     result = subprocess.run(
         [sys.executable, __file__, "--two-devices", str(tmp_path)],
         capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,

@@ -331,6 +331,21 @@ def _softplus_inverse(x: jax.Array) -> jax.Array:
     return x + jnp.log(-jnp.expm1(-x))
 
 
+def check_platform(config: Config) -> None:
+    """ValueError if this process cannot run `config`'s dual solver: the scipy solve is a
+    `jax.pure_callback`, which needs JAX's CPU backend next to any accelerator."""
+    if config.dual_solver != "scipy":
+        return
+    try:
+        jax.devices("cpu")
+    except RuntimeError:
+        raise ValueError(
+            "MPO's scipy dual solver runs on the host through jax.pure_callback, which needs "
+            "JAX's CPU backend: add cpu to JAX_PLATFORMS (e.g. JAX_PLATFORMS=cuda,cpu) or use "
+            "--dual_solver newton"
+        ) from None
+
+
 def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
     actor = BoundedGaussianPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
     critic = Critic(config.hidden_sizes, layer_init=config.layer_init)

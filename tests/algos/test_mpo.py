@@ -217,3 +217,18 @@ def test_acting_squashes_like_the_critic_sees():
 def test_config_rejects_bad_values(field, value, message):
     with pytest.raises(ValueError, match=message):
         mpo.Config(**{field: value})
+
+
+def test_scipy_solver_without_a_cpu_backend_is_a_clear_error(monkeypatch):
+    # As under JAX_PLATFORMS=cuda: pure_callback would fail deep inside the first update.
+    devices = jax.devices
+
+    def no_cpu(backend=None):
+        if backend == "cpu":
+            raise RuntimeError("Unknown backend cpu")
+        return devices(backend)
+
+    monkeypatch.setattr(jax, "devices", no_cpu)
+    with pytest.raises(ValueError, match="JAX_PLATFORMS=cuda,cpu"):
+        mpo.check_platform(mpo.Config())
+    mpo.check_platform(mpo.Config(dual_solver="newton"))  # in-graph: no host needed

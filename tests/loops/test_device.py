@@ -64,8 +64,9 @@ def test_short_run_improves_over_random(trained):
         result.pipeline.evaluate(result.carry.agent, keys, jnp.bool_(True))
     ).mean()
     final = result.evaluations[0][-1]["return_mean"]
-    # Balancing for the whole 100-step episode scores 100; random actions about 5-15.
-    assert final > 3 * random and final > 50, (final, random)
+    # Balancing for the whole 100-step episode scores 100; random actions let the pole
+    # fall after about a third of it (33 here).
+    assert final > 90 and final > random + 40, (final, random)
 
 
 def test_evaluation_rows_are_written(trained):
