@@ -126,8 +126,10 @@ HOST = dict(
 )
 
 
-def _host_run(algo, out, crash_at=None, resume=False, keep_replay=True, every=150, **algo_kw):
-    config = host.HostLoopConfig(**HOST)
+def _host_run(
+    algo, out, crash_at=None, resume=False, keep_replay=True, every=150, n_step=1, **algo_kw
+):
+    config = host.HostLoopConfig(**HOST, n_step=n_step)
     logger = CrashingLogger(out, config.max_timesteps, progress=False, crash_at=crash_at)
     control = RunControl(
         Checkpointer(out / "checkpoints"),
@@ -154,6 +156,24 @@ def test_host_loop_without_the_replay_in_checkpoints_refills_before_learning(tmp
     # steps 100..300 plus one.
     assert int(resumed.learner.replay.size) == 100
     assert int(resumed.learner.agent.step) == 201 + 1
+
+
+def test_n_step_run_killed_and_resumed_ends_as_the_uninterrupted_one(tmp_path):
+    # The checkpoint at step 300 holds the n - 1 = 3 steps not yet stored.
+    whole = _host_run(td3, tmp_path / "whole", n_step=4)
+    with pytest.raises(Crash):
+        _host_run(td3, tmp_path / "cut", crash_at=350, n_step=4)
+    resumed = _host_run(td3, tmp_path / "cut", resume=True, n_step=4)
+    assert _evaluations(tmp_path / "cut") == _evaluations(tmp_path / "whole")
+    assert int(resumed.learner.replay.size) == 400 - 3
+    for a, b in zip(
+        jax.tree_util.tree_leaves(jax.device_get(resumed.learner)),
+        jax.tree_util.tree_leaves(jax.device_get(whole.learner)),
+        strict=True,
+    ):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(a, b)
 
 
 def test_same_seed_gives_identical_runs(tmp_path):

@@ -59,6 +59,7 @@ from jax_rl.loops.common import (
     replay_capacity,
     zero_metrics,
 )
+from jax_rl.loops.nstep import NStepQueue
 from jax_rl.transition import Array, Transition
 
 
@@ -82,6 +83,8 @@ class HostLoopConfig:
     """environment steps between rows of train.csv"""
     seed: int = 0
     """seed of the learner, the warm-up actions and the environments"""
+    n_step: int = 1
+    """steps of reward summed per stored transition (n-step returns; 1: one-step TD)"""
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -93,9 +96,16 @@ class HostLoopConfig:
                 "eval_freq",
                 "eval_episodes",
                 "log_freq",
+                "n_step",
             ),
         )
         check_collection(self)
+        if self.start_timesteps < self.batch_size + self.n_step - 1:
+            raise ValueError(
+                f"start_timesteps ({self.start_timesteps}) must be at least batch_size + "
+                f"n_step - 1 ({self.batch_size + self.n_step - 1}): transitions are stored "
+                "n_step - 1 steps late and the first update samples a full batch"
+            )
 
     @property
     def capacity(self) -> int:
@@ -268,7 +278,9 @@ class Collector:
     Holds the population learner, the current observations, the actions to
     take next and the episode bookkeeping. `train_population` drives it; the
     benchmark times it. Agent i's warm-up actions come from its own seed, so it
-    collects exactly what a run of its own would.
+    collects exactly what a run of its own would. With `n_step` > 1 the stored
+    transitions are n-step ones (`jax_rl.loops.nstep`, agent i discounting by
+    `discounts[i]`), stored n_step - 1 steps late.
     """
 
     def __init__(
@@ -278,9 +290,21 @@ class Collector:
         learner: Learner,
         start_timesteps: int,
         seeds: Sequence[int],
+        n_step: int = 1,
+        discounts: Sequence[float] | None = None,
     ) -> None:
         if len(envs) != len(seeds):
             raise ValueError(f"{len(envs)} environments for {len(seeds)} seeds")
+        if n_step > 1 and (discounts is None or len(discounts) != len(seeds)):
+            raise ValueError("n-step returns need one discount per agent")
+        if start_timesteps < n_step:
+            raise ValueError(f"start_timesteps ({start_timesteps}) must be at least n_step")
+        self.queue = NStepQueue(
+            n_step,
+            discounts if discounts is not None else [1.0] * len(seeds),
+            envs[0].obs_size,
+            envs[0].action_size,
+        )
         self.envs = list(envs)
         self.fns = fns
         self.learner = learner
@@ -332,17 +356,24 @@ class Collector:
                 next_obs.append(np.asarray(s.next_obs, np.float32))
         self._obs = np.stack(next_obs)
         self.steps += 1
+        stored = self.queue.push(transition, np.array([s.last for s in steps]))
         if self.steps < self.learn_from:
-            self.learner = self.fns.collect(self.learner, transition)
+            if stored is not None:
+                self.learner = self.fns.collect(self.learner, stored)
         else:
-            self.learner, action = self.fns.learn(self.learner, transition, self._obs)
+            assert stored is not None  # learn_from >= start_timesteps >= n_step
+            self.learner, action = self.fns.learn(self.learner, stored, self._obs)
             self._action = np.array(action)
 
     def checkpoint(self, keep_replay: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         """(arrays, host state): what a checkpoint holds of the collector."""
         learner = self.learner if keep_replay else self.learner.replace(replay=None)
         arrays = {"learner": learner, "obs": self._obs, "action": self._action}
+        pending = 0
+        if self.queue.n > 1:
+            arrays["n_step"], pending = self.queue.state()
         host = {
+            "n_step_pending": pending,
             "steps": self.steps,
             "learn_from": self.learn_from,
             "episode_return": [float(x) for x in self.episode_return],
@@ -363,6 +394,8 @@ class Collector:
         else:
             self.learn_from = host["learn_from"]
         self.learner = learner
+        if self.queue.n > 1:
+            self.queue.restore(arrays["n_step"], host["n_step_pending"])
         self._obs = np.asarray(arrays["obs"], np.float32)
         self._action = np.array(arrays["action"], np.float32)
         self.steps = host["steps"]
@@ -437,7 +470,10 @@ def train_population(
         algo, algo_configs, seeds, env.obs_size, env.action_size, config.capacity, config.batch_size
     )
     axes = learner_axes(learner)
-    collector = Collector(envs, fns, learner, config.start_timesteps, seeds)
+    discounts = [float(c.discount) for c in algo_configs]
+    collector = Collector(
+        envs, fns, learner, config.start_timesteps, seeds, config.n_step, discounts
+    )
     finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
     watch = DivergenceWatch(seeds, logger.message)
 
