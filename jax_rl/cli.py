@@ -99,6 +99,13 @@ def add_run_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
         default=defaults.log_freq,
         help="environment steps between rows of train.csv",
     )
+    add(
+        "--n_step",
+        type=int,
+        default=defaults.n_step,
+        help="n-step returns: each stored transition sums n rewards (stopping where an "
+        "episode ends) and bootstraps with discount^n; 1 is one-step TD",
+    )
     add("--save_dir", default=None, help="output folder (default: runs/<run name>)")
     add("--no_progress", action="store_true", help="hide the progress bar")
     add(
@@ -246,6 +253,7 @@ def build_loop_config(config_class: type, args: argparse.Namespace, **extra: Any
             eval_episodes=args.eval_episodes,
             log_freq=args.log_freq,
             seed=args.seed,
+            n_step=args.n_step,
             **extra,
         )
     except ValueError as e:

@@ -38,13 +38,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--task_name", default="swingup", help="dm_control task of that domain")
     cli.add_population_flag(parser)
     cli.add_run_flags(parser, defaults)
-    parser.add_argument(
-        "--n_step",
-        type=int,
-        default=defaults.n_step,
-        help="n-step returns: rewards of n steps summed per stored transition, bootstrapped "
-        "with discount^n (1: one-step TD)",
-    )
     cli.add_policy_flags(parser)
     return parser.parse_args(argv)
 
@@ -52,7 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     algo, algo_config, sweep = cli.build_algo_config(args)
-    loop_config = cli.build_loop_config(HostLoopConfig, args, n_step=args.n_step)
+    loop_config = cli.build_loop_config(HostLoopConfig, args)
     agents = cli.population_of(args, sweep)
 
     # Imported late: dm_control and JAX take seconds to load, --help should not.

@@ -163,6 +163,7 @@ def test_brax_entry_point_runs_end_to_end(policy, brax_runs):
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
         (["--policy", "MPO", "--num_samples", "0"], "num_samples must be a positive integer"),
         (["--num_seeds", "0"], "num_seeds must be a positive integer"),
+        (["--n_step", "0"], "n_step must be a positive integer"),
         (["--tau", "0.1,0.1000001"], "repeat (to 6 significant digits"),
         (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
         (["--policy_freq", "1,2"], "invalid int value"),

@@ -53,6 +53,8 @@ from jax_rl.loops.common import (
     replay_capacity,
     zero_metrics,
 )
+from jax_rl.loops.nstep import n_step_transition
+from jax_rl.transition import Transition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +83,8 @@ class DeviceLoopConfig:
     """time limit of an episode, in steps"""
     seed: int = 0
     """seed of the learner, the environments and the evaluation"""
+    n_step: int = 1
+    """steps of reward summed per stored transition (n-step returns; 1: one-step TD)"""
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -95,6 +99,7 @@ class DeviceLoopConfig:
                 "eval_episodes",
                 "log_freq",
                 "episode_length",
+                "n_step",
             ),
         )
         check_collection(self)
@@ -139,6 +144,9 @@ class Carry(flax.struct.PyTreeNode):
     updates: jax.Array
     finished_returns: jax.Array  # sum and count of finished training episodes'
     finished_episodes: jax.Array  # returns since the last read
+    # n-step returns: the last n - 1 steps of every environment, not yet stored
+    # (Transition [n - 1, N, ...] and their episode ends [n - 1, N]); None for n = 1.
+    pending: tuple[Transition, jax.Array] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,9 +182,17 @@ def init_carry(
     agent_key, env_key, key = jax.random.split(key, 3)
     agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config)
     sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, config.batch_size), key)
+    pending = None
+    if config.n_step > 1:
+        slots = (config.n_step - 1, config.num_envs)
+        steps = jax.tree_util.tree_map(
+            lambda x: jnp.zeros(slots + x.shape[1:], jnp.float32), replay.data
+        )
+        pending = (steps, jnp.zeros(slots, bool))
     return Carry(
         agent=agent,
         replay=replay,
+        pending=pending,
         env=env.reset(env_key, config.num_envs),
         key=key,
         metric_sums=sums,
@@ -218,11 +234,40 @@ def init_population(
 
 
 def _collect(carry: Carry, env: BraxEnv, action: jax.Array) -> Carry:
-    """Step every environment with `action`, store the transitions, count episodes."""
+    """Step every environment with `action`, store the transitions, count episodes.
+
+    With n-step returns, store instead the n-step transitions of the steps made
+    n - 1 iterations ago (`jax_rl.loops.nstep`), once there are any.
+    """
     env_state, transition, info = env.step(carry.env, action)
+    pending = carry.pending
+    if pending is None:
+        replay = replay_lib.insert(carry.replay, transition)
+    else:
+        steps, lasts = pending
+        slots = lasts.shape[0]
+        window = [jax.tree_util.tree_map(lambda x: x[i], steps) for i in range(slots)]
+        stored = n_step_transition(
+            [*window, transition], [*lasts, info.done], carry.agent.config.discount, xp=jnp
+        )
+        written = replay_lib.insert(carry.replay, stored)
+        # The first n - 1 iterations have nothing to store: their rows are written
+        # and then overwritten, as position and size stay (no branch on the buffer).
+        full = carry.env_steps >= slots * action.shape[0]
+        replay = written.replace(
+            position=jnp.where(full, written.position, carry.replay.position),
+            size=jnp.where(full, written.size, carry.replay.size),
+        )
+        pending = (
+            jax.tree_util.tree_map(
+                lambda p, x: jnp.concatenate([p[1:], x[None]]), steps, transition
+            ),
+            jnp.concatenate([lasts[1:], info.done[None]]),
+        )
     return carry.replace(
         env=env_state,
-        replay=replay_lib.insert(carry.replay, transition),
+        replay=replay,
+        pending=pending,
         env_steps=carry.env_steps + action.shape[0],
         finished_returns=carry.finished_returns + info.episode_return.sum(),
         finished_episodes=carry.finished_episodes + info.done.sum(dtype=jnp.int32),

@@ -19,7 +19,8 @@ D4PG, Acme's and Tonic's MPO): a bias that shrinks as the policy moves slowly.
 `NStepQueue` keeps the last n - 1 steps of every agent and releases the
 transition of time t at time t + n - 1, so the loop still inserts exactly one
 transition per agent per step, n - 1 steps late (the last n - 1 steps of a
-run are never stored).
+run are never stored). The device pipeline does the same inside its compiled
+chunk, with the pending steps in its carry (`jax_rl.loops.device`).
 """
 
 from __future__ import annotations
@@ -33,33 +34,34 @@ from jax_rl.transition import Transition
 
 
 def n_step_transition(
-    steps: Sequence[Transition], lasts: Sequence[np.ndarray], gammas: Any
+    steps: Sequence[Transition], lasts: Sequence[Any], gammas: Any, xp: Any = np
 ) -> Transition:
-    """The n-step transition of the first of `steps` (n = len(steps)), for P agents at once.
+    """The n-step transition of the first of `steps` (n = len(steps)), for E agents or
+    environments at once.
 
-    steps[i] is the one-step transition of time t + i ([P, ...] leaves) and
-    lasts[i] [P] says whether an episode ended with it (terminal or truncation);
-    gammas [P] are the agents' discounts.
+    steps[i] is the one-step transition of time t + i ([E, ...] leaves) and
+    lasts[i] [E] says whether an episode ended with it (terminal or truncation);
+    gammas are the discounts ([E] or a scalar). `xp` is the array module: NumPy
+    on the host loop, jax.numpy inside the device pipeline.
     """
     first = steps[0]
-    gammas = np.asarray(gammas, np.float32)
-    reward = np.zeros_like(first.reward, np.float32)
-    discount = np.array(first.discount, np.float32)
-    next_obs = np.array(first.next_obs, np.float32)
-    scale = np.ones_like(reward)  # g^i
-    open_ = np.ones(reward.shape, bool)  # the episode of time t goes on through step i
+    reward = xp.zeros_like(first.reward)
+    discount = first.discount
+    next_obs = first.next_obs
+    scale = xp.ones_like(reward)  # g^i
+    open_ = xp.ones(reward.shape, dtype=bool)  # the episode of time t goes on through step i
     for step, last in zip(steps, lasts, strict=True):
-        reward = np.where(open_, reward + scale * step.reward, reward)
-        discount = np.where(open_, scale * step.discount, discount)
-        next_obs = np.where(open_[:, None], step.next_obs, next_obs)
-        open_ = open_ & ~np.asarray(last, bool)
+        reward = xp.where(open_, reward + scale * step.reward, reward)
+        discount = xp.where(open_, scale * step.discount, discount)
+        next_obs = xp.where(open_[:, None], step.next_obs, next_obs)
+        open_ = open_ & ~last
         scale = scale * gammas
     return Transition(
         obs=first.obs,
         action=first.action,
-        reward=reward.astype(np.float32),
-        discount=discount.astype(np.float32),
-        next_obs=next_obs.astype(np.float32),
+        reward=reward.astype(xp.float32),
+        discount=discount.astype(xp.float32),
+        next_obs=next_obs.astype(xp.float32),
     )
 
 

@@ -7,6 +7,7 @@ from jax_rl.algos import sac, td3
 from jax_rl.envs.brax import BraxEnv
 from jax_rl.logger import RunLogger
 from jax_rl.loops import device
+from jax_rl.loops.nstep import n_step_transition
 
 # Small enough to compile and run in well under a minute per learner on 2 cores.
 LOOP = dict(
@@ -99,3 +100,34 @@ def test_rounding_to_whole_chunks():
     assert config.iterations_per_chunk == 6 and config.chunk_steps == 96
     assert config.num_chunks == 11 and config.total_steps == 1056
     assert np.isfinite(config.total_steps)
+
+
+def test_n_step_transitions_are_built_from_the_one_step_ones():
+    # Uniform warm-up actions throughout, from the same keys: the same trajectories
+    # with n = 1 and n = 3. Episodes of 5 steps (or fewer, when the pole falls).
+    env = BraxEnv("inverted_pendulum", "positional", episode_length=5)
+    loop = dict(max_timesteps=32, num_envs=4, updates_per_step=1, batch_size=4)
+    loop.update(start_timesteps=32, eval_freq=32, eval_episodes=1, log_freq=32, episode_length=5)
+    data = {}
+    for n in (1, 3):
+        config = device.DeviceLoopConfig(**loop, n_step=n)
+        pipeline = device.make_pipeline(td3, env, config)
+        keys, _ = device.agent_keys([0])
+        carry = device.init_population(td3, [td3.Config(hidden_sizes=(8,))], env, config, keys)
+        carry = pipeline.train_chunk(carry)  # 8 iterations of 4 environments
+        replay = jax.device_get(jax.tree_util.tree_map(lambda x: x[0], carry.replay.data))
+        data[n] = (replay, int(carry.replay.size), int(carry.replay.position))
+    one, size, _ = data[1]
+    assert size == 32
+    steps = [jax.tree_util.tree_map(lambda x, t=t: x[4 * t : 4 * t + 4], one) for t in range(8)]
+    # An episode ended where the next step does not start from this one's next_obs.
+    lasts = [~np.all(steps[t].next_obs == steps[t + 1].obs, axis=1) for t in range(7)]
+    assert any(last.any() for last in lasts)
+    three, size, position = data[3]
+    assert size == position == 32 - 2 * 4  # one row per env per iteration, 2 iterations late
+    for t in range(6):
+        ends = [*lasts[t : t + 2], np.zeros(4, bool)]  # the window's last end does not matter
+        want = n_step_transition(steps[t : t + 3], ends, 0.99)
+        for field in ("obs", "action", "reward", "discount", "next_obs"):
+            got = getattr(three, field)[4 * t : 4 * t + 4]
+            np.testing.assert_allclose(got, getattr(want, field), rtol=1e-5, err_msg=field)
