@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from jax_rl.transition import Transition
@@ -104,18 +105,13 @@ class NStepQueue:
         padding = self.n - 1 - len(self._steps)
         pending = [*self._steps, *[self._empty] * padding]
         lasts = [*self._lasts, *[np.zeros(len(self.gammas), bool)] * padding]
-        stacked = Transition(
-            *(np.stack([np.asarray(getattr(s, f), np.float32) for s in pending]) for f in FIELDS)
-        )
+        stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs).astype(np.float32), *pending)
         return {"steps": stacked, "lasts": np.stack(lasts).astype(np.float32)}, len(self._steps)
 
     def restore(self, arrays: dict[str, Any], count: int) -> None:
         steps, lasts = arrays["steps"], np.asarray(arrays["lasts"])
         self._steps = [
-            Transition(*(np.asarray(getattr(steps, f)[i], np.float32) for f in FIELDS))
+            jax.tree_util.tree_map(lambda x, i=i: np.asarray(x[i], np.float32), steps)
             for i in range(count)
         ]
         self._lasts = [lasts[i] > 0.5 for i in range(count)]
-
-
-FIELDS = ("obs", "action", "reward", "discount", "next_obs")
