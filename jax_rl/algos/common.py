@@ -40,7 +40,7 @@ def describe(config_class: type) -> list[tuple[str, Any, str, bool]]:
     ]
 
 
-def _is_concrete_number(value: Any) -> bool:
+def is_concrete_number(value: Any) -> bool:
     # A config is rebuilt with tracers (and other placeholders) whenever JAX
     # unflattens it; only values a user wrote down are checked.
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -57,15 +57,15 @@ def check_fields(
     name = type(config).__module__.rsplit(".", 1)[-1].upper()
     for field in positive:
         value = getattr(config, field)
-        if _is_concrete_number(value) and not value > 0:
+        if is_concrete_number(value) and not value > 0:
             raise ValueError(f"{name} {field} must be > 0, got {value}")
     for field in non_negative:
         value = getattr(config, field)
-        if _is_concrete_number(value) and not value >= 0:
+        if is_concrete_number(value) and not value >= 0:
             raise ValueError(f"{name} {field} must be >= 0, got {value}")
     for field in unit_interval:
         value = getattr(config, field)
-        if _is_concrete_number(value) and not 0 <= value <= 1:
+        if is_concrete_number(value) and not 0 <= value <= 1:
             raise ValueError(f"{name} {field} must be in [0, 1], got {value}")
     for field in positive_ints:
         value = getattr(config, field)

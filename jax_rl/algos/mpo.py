@@ -40,7 +40,10 @@ written with standard deviations). alpha = softplus(raw parameter).
 
 Critic. One critic (not twin), trained by TD on y = r + gamma * d *
 mean_n Q_targ(s', clip(u'_n)), u'_n ~ pi_targ(.|s'). Target actor and critic
-follow the online ones by Polyak averaging (tau) every update.
+follow the online ones by Polyak averaging (tau) every update, or, with
+`target_update_period` P > 0, are copies of them refreshed every P updates (as
+in Acme's MPO): the KL constraints then bound how far the policy moves from a
+target held fixed for P updates rather than from a moving average.
 
 Squashing. The agent acts with clip(u), the critic always sees clip(u), and
 the M-step fits the Gaussian to the sampled u themselves; the deterministic
@@ -107,7 +110,14 @@ class Config(flax.struct.PyTreeNode):
         1e-2, "Adam learning rate of the KL multipliers (and of eta for adam)"
     )
     discount: float = common.field(0.99, "gamma, the per-step discount of future rewards")
-    tau: float = common.field(0.005, "Polyak rate of the target actor and critic")
+    tau: float = common.field(
+        0.005, "Polyak rate of the target actor and critic (when target_update_period is 0)"
+    )
+    target_update_period: int = common.field(
+        0,
+        "0: Polyak targets (tau) every update; P > 0: copy the online actor and critic to "
+        "the targets every P updates, as Acme's MPO does (100 there)",
+    )
     epsilon: float = common.field(0.1, "KL bound of the E-step (sets the temperature)")
     epsilon_mean: float = common.field(2.5e-3, "KL bound on the policy mean, per action dimension")
     epsilon_std: float = common.field(
@@ -138,8 +148,12 @@ class Config(flax.struct.PyTreeNode):
                 "init_alpha_std",
             ),
             unit_interval=("discount", "tau"),
+            non_negative=("target_update_period",),
             positive_ints=("num_samples",),
         )
+        period = self.target_update_period
+        if common.is_concrete_number(period) and period != int(period):
+            raise ValueError(f"MPO target_update_period must be an integer, got {period}")
         if self.dual_solver not in DUAL_SOLVERS:
             choices = ", ".join(DUAL_SOLVERS)
             raise ValueError(f"MPO dual_solver must be one of {choices}, got {self.dual_solver!r}")
@@ -480,15 +494,26 @@ def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State,
     return state, metrics
 
 
+def update_targets(target: Any, online: Any, state: State) -> Any:
+    """The target after update number state.step + 1: Polyak (tau) when
+    target_update_period is 0, else the online parameters every period-th update
+    and the old target in between."""
+    cfg = state.config
+    period = jnp.asarray(cfg.target_update_period).astype(jnp.int32)
+    refresh = jnp.mod(state.step + 1, jnp.maximum(period, 1)) == 0
+    periodic = jax.tree_util.tree_map(lambda t, o: jnp.where(refresh, o, t), target, online)
+    polyak = polyak_update(target, online, cfg.tau)
+    return jax.tree_util.tree_map(lambda p, q: jnp.where(period > 0, p, q), periodic, polyak)
+
+
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """Critic by TD, then E-step and M-step of the policy, then Polyak targets."""
+    """Critic by TD, then E-step and M-step of the policy, then the targets."""
     critic_key, policy_key = jax.random.split(key)
     state, loss_critic = _update_critic(state, batch, critic_key)
     state, metrics = _update_policy(state, batch.obs, policy_key)
-    tau = state.config.tau
     state = state.replace(
-        target_actor_params=polyak_update(state.target_actor_params, state.actor_params, tau),
-        target_critic_params=polyak_update(state.target_critic_params, state.critic_params, tau),
+        target_actor_params=update_targets(state.target_actor_params, state.actor_params, state),
+        target_critic_params=update_targets(state.target_critic_params, state.critic_params, state),
         step=state.step + 1,
     )
     return state, {"loss/critic": loss_critic, **metrics}

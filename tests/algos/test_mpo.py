@@ -187,6 +187,45 @@ def test_scipy_and_newton_updates_give_the_same_state():
     np.testing.assert_allclose(ma["loss/policy"], mb["loss/policy"], rtol=1e-3)
 
 
+def _first_leaf(params) -> np.ndarray:
+    return np.asarray(jax.tree_util.tree_leaves(params)[0])
+
+
+def test_periodic_targets_are_copies_refreshed_every_period_updates():
+    config = mpo.Config(hidden_sizes=(16,), num_samples=8, dual_solver="newton")
+    state = mpo.init(
+        jax.random.key(0), OBS_SIZE, ACTION_SIZE, config.replace(target_update_period=3)
+    )
+    update = jax.jit(mpo.update)
+    first = {
+        k: _first_leaf(getattr(state, k)) for k in ("target_actor_params", "target_critic_params")
+    }
+    for i in range(1, 7):
+        state, _ = update(state, batch(), jax.random.key(i))
+        for target, online in (
+            ("target_actor_params", "actor_params"),
+            ("target_critic_params", "critic_params"),
+        ):
+            now = _first_leaf(getattr(state, target))
+            if i % 3 == 0:  # refreshed: equal to the online parameters after this update
+                np.testing.assert_array_equal(now, _first_leaf(getattr(state, online)))
+                first[target] = now
+            else:  # held: unchanged since the last refresh, while the online ones move
+                np.testing.assert_array_equal(now, first[target])
+                assert not np.allclose(now, _first_leaf(getattr(state, online)))
+    # Period 0 is Polyak averaging: after one update target = (1 - tau) old + tau online.
+    polyak = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, config)
+    old = _first_leaf(polyak.target_critic_params)
+    polyak, _ = update(polyak, batch(), jax.random.key(1))
+    tau = config.tau
+    np.testing.assert_allclose(
+        _first_leaf(polyak.target_critic_params),
+        (1 - tau) * old + tau * _first_leaf(polyak.critic_params),
+        rtol=1e-5,
+        atol=1e-7,
+    )
+
+
 def test_acting_squashes_like_the_critic_sees():
     """The agent acts with clip(u), and the critic scores exactly clip(u) of the samples."""
     state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, mpo.Config(hidden_sizes=(8,)))
@@ -212,6 +251,8 @@ def test_acting_squashes_like_the_critic_sees():
         ("dual_solver", "bfgs", "dual_solver must be one of scipy, newton, adam"),
         ("epsilon", 0.0, "epsilon must be > 0"),
         ("num_samples", 0, "num_samples must be a positive integer"),
+        ("target_update_period", -1, "target_update_period must be >= 0"),
+        ("target_update_period", 2.5, "target_update_period must be an integer"),
     ],
 )
 def test_config_rejects_bad_values(field, value, message):
