@@ -497,13 +497,14 @@ def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State,
 def update_targets(target: Any, online: Any, state: State) -> Any:
     """The target after update number state.step + 1: Polyak (tau) when
     target_update_period is 0, else the online parameters every period-th update
-    and the old target in between."""
+    and the old target in between (rate 0)."""
     cfg = state.config
     period = jnp.asarray(cfg.target_update_period).astype(jnp.int32)
-    refresh = jnp.mod(state.step + 1, jnp.maximum(period, 1)) == 0
-    periodic = jax.tree_util.tree_map(lambda t, o: jnp.where(refresh, o, t), target, online)
-    polyak = polyak_update(target, online, cfg.tau)
-    return jax.tree_util.tree_map(lambda p, q: jnp.where(period > 0, p, q), periodic, polyak)
+    periodic = period > 0
+    copy = periodic & (jnp.mod(state.step + 1, jnp.maximum(period, 1)) == 0)
+    rate = jnp.where(periodic, 0.0, cfg.tau)
+    averaged = polyak_update(target, online, rate)
+    return jax.tree_util.tree_map(lambda a, o: jnp.where(copy, o, a), averaged, online)
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
