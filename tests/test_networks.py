@@ -1,8 +1,10 @@
 import math
 
+import flax.linen
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy import stats
 
 from jax_rl import networks
@@ -70,3 +72,42 @@ def test_polyak_update_moves_target_by_tau():
     online = {"w": jnp.array([1.0, 0.0])}
     out = networks.polyak_update(target, online, 0.1)
     np.testing.assert_allclose(out["w"], [0.1, 9.0], rtol=1e-6)
+
+
+def test_layernorm_input_layer_normalises_the_first_hidden_layer():
+    """Linear -> LayerNorm -> tanh: with zero first-layer biases (Flax's init) the
+    network cannot tell an observation from a positive multiple of it; the ReLU
+    input layer can."""
+    obs = jax.random.normal(jax.random.key(1), (8, 5))
+    normed = networks.MLP((16, 16), 2, layer_init="lecun", input_layer="layernorm")
+    params = normed.init(jax.random.key(0), obs)
+    np.testing.assert_allclose(
+        normed.apply(params, 1000.0 * obs), normed.apply(params, obs), rtol=1e-4, atol=1e-5
+    )
+    # The first hidden layer's features: per row, the pre-tanh values have zero
+    # mean and unit variance, so the tanh outputs are centred and inside (-1, 1).
+    _, inter = normed.apply(params, obs, capture_intermediates=True)
+    pre_tanh = inter["intermediates"]["LayerNorm_0"]["__call__"][0]
+    np.testing.assert_allclose(pre_tanh.mean(axis=-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(pre_tanh.var(axis=-1), 1.0, rtol=1e-3)
+    plain = networks.MLP((16, 16), 2, layer_init="lecun")
+    plain_params = plain.init(jax.random.key(0), obs)
+    assert not np.allclose(plain.apply(plain_params, 1000.0 * obs), plain.apply(plain_params, obs))
+
+
+def test_unknown_input_layer_is_refused():
+    mlp = networks.MLP((4,), 1, input_layer="batchnorm")
+    with pytest.raises(ValueError, match="input_layer must be one of relu, layernorm"):
+        mlp.init(jax.random.key(0), jnp.ones((1, 3)))
+
+
+def test_layernorm_matches_flax_layernorm():
+    """Our LayerNorm (means as matrix-vector products, for speed) computes what
+    flax.linen.LayerNorm does, on inputs with a large common offset too."""
+    x = 3.0 * jax.random.normal(jax.random.key(0), (4, 7, 32)) + 5.0
+    ours, theirs = networks.LayerNorm(), flax.linen.LayerNorm()
+    params = ours.init(jax.random.key(1), x)
+    params = jax.tree_util.tree_map(
+        lambda p: p + jax.random.normal(jax.random.key(2), p.shape), params
+    )  # a trained-looking scale and bias, the same for both
+    np.testing.assert_allclose(ours.apply(params, x), theirs.apply(params, x), rtol=1e-4, atol=1e-4)

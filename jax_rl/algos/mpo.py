@@ -45,6 +45,10 @@ follow the online ones by Polyak averaging (tau) every update, or, with
 in Acme's MPO): the KL constraints then bound how far the policy moves from a
 target held fixed for P updates rather than from a moving average.
 
+Networks. MLPs of `hidden_sizes` for the actor and the critic; with
+`input_layer` "layernorm" their first hidden layer is Linear -> LayerNorm ->
+tanh, as in Acme's LayerNormMLP, instead of Linear -> ReLU.
+
 Squashing. The agent acts with clip(u), the critic always sees clip(u), and
 the M-step fits the Gaussian to the sampled u themselves; the deterministic
 action is the mean. (A tanh-squashed Gaussian, as SAC's, failed here: MPO's
@@ -75,6 +79,7 @@ from jax.typing import ArrayLike
 
 from jax_rl.algos import common
 from jax_rl.networks import (
+    INPUT_LAYERS,
     BoundedGaussianPolicy,
     Critic,
     clip_action,
@@ -97,6 +102,12 @@ class Config(flax.struct.PyTreeNode):
     )
     layer_init: str = common.field(
         "lecun", "layer initialisation: pytorch (uniform +-1/sqrt(fan_in)) or lecun", static=True
+    )
+    input_layer: str = common.field(
+        "relu",
+        "first hidden layer of the actor and the critic: relu, or layernorm "
+        "(Linear -> LayerNorm -> tanh, as Acme's LayerNormMLP)",
+        static=True,
     )
     num_samples: int = common.field(20, "N: actions sampled per state in the E-step", static=True)
     dual_solver: str = common.field(
@@ -154,6 +165,9 @@ class Config(flax.struct.PyTreeNode):
         period = self.target_update_period
         if common.is_concrete_number(period) and period != int(period):
             raise ValueError(f"MPO target_update_period must be an integer, got {period}")
+        if self.input_layer not in INPUT_LAYERS:
+            choices = ", ".join(INPUT_LAYERS)
+            raise ValueError(f"MPO input_layer must be one of {choices}, got {self.input_layer!r}")
         if self.dual_solver not in DUAL_SOLVERS:
             choices = ", ".join(DUAL_SOLVERS)
             raise ValueError(f"MPO dual_solver must be one of {choices}, got {self.dual_solver!r}")
@@ -274,8 +288,14 @@ def solve_temperature_newton(q: jax.Array, start: jax.Array, epsilon: jax.Array)
 
 def _networks(state: State) -> tuple[BoundedGaussianPolicy, Critic]:
     cfg = state.config
-    policy = BoundedGaussianPolicy(cfg.hidden_sizes, state.action_size, layer_init=cfg.layer_init)
-    return policy, Critic(cfg.hidden_sizes, layer_init=cfg.layer_init)
+    return _make_networks(cfg, state.action_size)
+
+
+def _make_networks(cfg: Config, action_size: int) -> tuple[BoundedGaussianPolicy, Critic]:
+    policy = BoundedGaussianPolicy(
+        cfg.hidden_sizes, action_size, layer_init=cfg.layer_init, input_layer=cfg.input_layer
+    )
+    return policy, Critic(cfg.hidden_sizes, layer_init=cfg.layer_init, input_layer=cfg.input_layer)
 
 
 def sample_target_actions(
@@ -361,8 +381,7 @@ def check_platform(config: Config) -> None:
 
 
 def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
-    actor = BoundedGaussianPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
-    critic = Critic(config.hidden_sizes, layer_init=config.layer_init)
+    actor, critic = _make_networks(config, action_size)
     actor_key, critic_key = jax.random.split(key)
     obs = jnp.zeros((1, obs_size), jnp.float32)
     actor_params = actor.init(actor_key, obs)

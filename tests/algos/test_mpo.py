@@ -187,6 +187,18 @@ def test_scipy_and_newton_updates_give_the_same_state():
     np.testing.assert_allclose(ma["loss/policy"], mb["loss/policy"], rtol=1e-3)
 
 
+def test_layernorm_input_layer_is_built_and_trained_in_actor_and_critic():
+    config = mpo.Config(hidden_sizes=(16, 16), num_samples=8, input_layer="layernorm")
+    state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, config)
+    new, metrics = jax.jit(mpo.update)(state, batch(), jax.random.key(1))
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    for name in ("actor_params", "critic_params"):
+        before = getattr(state, name)["params"]["MLP_0"]["LayerNorm_0"]["scale"]
+        after = getattr(new, name)["params"]["MLP_0"]["LayerNorm_0"]["scale"]
+        np.testing.assert_array_equal(before, 1.0)  # LayerNorm starts as the identity
+        assert not np.allclose(after, before)  # and is learned with the rest
+
+
 def _first_leaf(params) -> np.ndarray:
     return np.asarray(jax.tree_util.tree_leaves(params)[0])
 
@@ -253,6 +265,7 @@ def test_acting_squashes_like_the_critic_sees():
         ("num_samples", 0, "num_samples must be a positive integer"),
         ("target_update_period", -1, "target_update_period must be >= 0"),
         ("target_update_period", 2.5, "target_update_period must be an integer"),
+        ("input_layer", "batchnorm", "input_layer must be one of relu, layernorm"),
     ],
 )
 def test_config_rejects_bad_values(field, value, message):
