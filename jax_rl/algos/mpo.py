@@ -499,6 +499,7 @@ def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State,
         "kl/mean": kl["kl_mean"].sum(),
         "kl/std": kl["kl_std"].sum(),
         "q/target_mean": q.mean(),
+        "policy/std": target_std.mean(),  # the target policy's std, mean over states and dims
     }
     state = state.replace(
         actor_params=actor_params,

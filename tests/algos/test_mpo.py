@@ -187,6 +187,16 @@ def test_scipy_and_newton_updates_give_the_same_state():
     np.testing.assert_allclose(ma["loss/policy"], mb["loss/policy"], rtol=1e-3)
 
 
+def test_policy_std_metric_is_the_target_policys_std_at_the_batch():
+    config = mpo.Config(hidden_sizes=(16,), num_samples=8, dual_solver="newton")
+    state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, config)
+    actor, _ = mpo._networks(state)
+    _, log_std = actor.apply(state.target_actor_params, batch().obs)
+    _, metrics = jax.jit(mpo.update)(state, batch(), jax.random.key(1))
+    np.testing.assert_allclose(metrics["policy/std"], np.exp(log_std).mean(), rtol=1e-6)
+    assert 1e-4 <= float(metrics["policy/std"]) <= 1.0
+
+
 def test_layernorm_input_layer_is_built_and_trained_in_actor_and_critic():
     config = mpo.Config(hidden_sizes=(16, 16), num_samples=8, input_layer="layernorm")
     state = mpo.init(jax.random.key(0), OBS_SIZE, ACTION_SIZE, config)
