@@ -105,10 +105,24 @@ def machine() -> dict[str, Any]:
     }
 
 
+# MPO as `make mpo-returns` trains it (>= 800 on cartpole-swingup at 100k steps,
+# docs/results/README.md): the host benchmark times it beside the solver defaults.
+MPO_RETURNS_LABEL = "MPO (scipy, returns config)"
+MPO_RETURNS_OVERRIDES: dict[str, Any] = {
+    "dual_solver": "scipy",
+    "input_layer": "layernorm",
+    "target_update_period": 100,
+    "epsilon_std": 1e-5,
+    "n_step": 5,
+}
+
+
 def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
-    """(row label, config overrides) for learner `name`: MPO once per dual solver."""
+    """(row label, overrides) for learner `name`: MPO once per dual solver, then in
+    its returns configuration. Overrides are Config fields, and n_step for the loop."""
     if name == "MPO":
-        return [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
+        rows = [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
+        return [*rows, (MPO_RETURNS_LABEL, dict(MPO_RETURNS_OVERRIDES))]
     return [(name, {})]
 
 
@@ -125,9 +139,15 @@ def time_scipy_solve(agent: Any, batch: Any, repeats: int = 20) -> float:
 
 
 def bench_host_step(
-    name: str, settings: BenchSettings, seed: int = 0, label: str = "", **overrides: Any
+    name: str,
+    settings: BenchSettings,
+    seed: int = 0,
+    label: str = "",
+    n_step: int = 1,
+    **overrides: Any,
 ) -> dict[str, Any]:
-    """Seconds per 1000 host-loop training steps of learner `name`."""
+    """Seconds per 1000 host-loop training steps of learner `name` (Config `overrides`;
+    `n_step` > 1 stores n-step transitions, as main_dm_control.py --n_step does)."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     # Imported here so that the Brax-only benchmark (--skip_host) runs without dm_control,
@@ -147,7 +167,9 @@ def bench_host_step(
         capacity,
         settings.batch_size,
     )
-    collector = host.Collector([env], fns, learner, settings.prefill, [seed])
+    collector = host.Collector(
+        [env], fns, learner, settings.prefill, [seed], n_step=n_step, discounts=[config.discount]
+    )
     while collector.steps + 1 < settings.prefill:
         collector.step()
 
@@ -357,6 +379,13 @@ def markdown(
                 f"{r['scipy_solve_seconds'] * 1e3:.2f} ms per update, "
                 f"{r['scipy_solve_seconds'] / per_step:.0%} of its training step."
             )
+    if any(r["policy"] == MPO_RETURNS_LABEL for r in rows):
+        settings_text = ", ".join(f"{k} {v}" for k, v in MPO_RETURNS_OVERRIDES.items())
+        lines += [
+            "",
+            f"{MPO_RETURNS_LABEL}: {settings_text}, the configuration of `make mpo-returns` "
+            "that reaches 800 on cartpole-swingup in 100,000 steps.",
+        ]
     lines += [
         "",
         "A training step is one environment step plus one jitted call (insert, sample, one "
@@ -452,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     device_rows = []
     for name in names:
         # The adam solver costs what newton costs on the device; two MPO rows suffice.
+        # (The returns configuration is a host-loop one: n_step belongs to that loop.)
         for label, overrides in variants(name)[:2]:
             print(f"timing the Brax pipeline with {label} ...", file=sys.stderr, flush=True)
             device_rows.append(bench_device_chunk(name, device_settings, label=label, **overrides))

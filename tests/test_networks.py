@@ -111,3 +111,31 @@ def test_layernorm_matches_flax_layernorm():
         lambda p: p + jax.random.normal(jax.random.key(2), p.shape), params
     )  # a trained-looking scale and bias, the same for both
     np.testing.assert_allclose(ours.apply(params, x), theirs.apply(params, x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("input_layer", networks.INPUT_LAYERS)
+@pytest.mark.parametrize(
+    ("hidden_sizes", "action_size"), [((32, 32), 1), ((16,), 3), ((8, 8, 8), 6), ((), 2)]
+)
+def test_critic_many_actions_matches_the_critic_on_tiled_states(
+    input_layer, hidden_sizes, action_size
+):
+    """MPO's E-step evaluation (the state's part of the first layer once per state,
+    LayerNorm statistics in closed form) gives the critic's own Q values."""
+    n, b, obs_size = 5, 7, 4
+    keys = jax.random.split(jax.random.key(0), 4)
+    obs = 3.0 * jax.random.normal(keys[0], (b, obs_size)) + 2.0  # an offset, as real states have
+    actions = jax.random.uniform(keys[1], (n, b, action_size), minval=-1.0, maxval=1.0)
+    critic = networks.Critic(hidden_sizes, input_layer=input_layer)
+    params = critic.init(keys[2], obs, actions[0])
+    params = jax.tree_util.tree_map(  # a trained-looking LayerNorm scale and bias too
+        lambda p: p + 0.3 * jax.random.normal(keys[3], p.shape), params
+    )
+    tiled = jnp.broadcast_to(obs[None], (n, b, obs_size))
+    expected = critic.apply(params, tiled, actions)
+    got = jax.jit(networks.critic_many_actions, static_argnums=0)(critic, params, obs, actions)
+    assert got.shape == (n, b)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * float(jnp.abs(expected).max()))
+    # Each action counts: permuting the actions of one state permutes its Q values.
+    permuted = networks.critic_many_actions(critic, params, obs, actions[::-1])
+    np.testing.assert_allclose(permuted, got[::-1], rtol=1e-5, atol=1e-5)

@@ -65,19 +65,22 @@ def test_compiled_flops_counts_a_matmul():
 
 
 def test_quick_benchmark_writes_valid_json(tmp_path):
-    # MPO alone covers the variants (one row per dual solver) and, on the Brax
+    # MPO alone covers the variants (one row per dual solver, one in the returns
+    # configuration, with n-step transitions) and, on the Brax
     # pipeline, the host solver's pure_callback inside a compiled chunk.
     assert benchmark.main(["--quick", "--policies", "MPO", "--out", str(tmp_path)]) == 0
     payload = json.loads((tmp_path / "host.json").read_text())
     rows = {row["policy"]: row for row in payload["host_loop"]}
-    assert set(rows) == {"MPO (scipy)", "MPO (newton)", "MPO (adam)"}
+    labels = {"MPO (scipy)", "MPO (newton)", "MPO (adam)", benchmark.MPO_RETURNS_LABEL}
+    assert set(rows) == labels
     for row in rows.values():
         assert row["seconds_per_1000_median"] > 0 and np.isfinite(row["seconds_per_1000_median"])
         assert row["compile_seconds"] > 0
     assert 0 < rows["MPO (scipy)"]["scipy_solve_seconds"] < 1.0
     assert rows["MPO (newton)"]["scipy_solve_seconds"] is None
     assert payload["machine"]["cores"] >= 1 and payload["matmul_flops_per_second"] > 0
-    assert "| MPO (newton) |" in (tmp_path / "host.md").read_text()
+    table = (tmp_path / "host.md").read_text()
+    assert "| MPO (newton) |" in table and "input_layer layernorm" in table
     brax = json.loads((tmp_path / "brax.json").read_text())
     assert [row["policy"] for row in brax["device_pipeline"]] == ["MPO (scipy)", "MPO (newton)"]
     for row in brax["device_pipeline"]:

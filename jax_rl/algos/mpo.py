@@ -8,7 +8,8 @@ sample u is clipped into [-1, 1] before the environment or the critic sees it
 (`clip(u)` below).
 
 E-step. Sample N actions u_bn ~ pi_targ(.|s_b) and score them with
-the target critic, Q_bn = Q_targ(s_b, clip(u_bn)). The temperature eta
+the target critic, Q_bn = Q_targ(s_b, clip(u_bn)) (`critic_many_actions`:
+what depends on the state alone is computed once per state, not N times). The temperature eta
 minimises the convex dual
 
     g(eta) = eta * epsilon + eta * mean_b log mean_n exp(Q_bn / eta),
@@ -83,6 +84,7 @@ from jax_rl.networks import (
     BoundedGaussianPolicy,
     Critic,
     clip_action,
+    critic_many_actions,
     gaussian_log_prob,
     polyak_update,
 )
@@ -308,8 +310,8 @@ def sample_target_actions(
     std = jnp.exp(log_std)
     n = state.config.num_samples
     u = mean[None] + std[None] * jax.random.normal(key, (n,) + mean.shape)
-    tiled_obs = jnp.broadcast_to(obs[None], (n,) + obs.shape)
-    q = critic.apply(state.target_critic_params, tiled_obs, clip_action(u))  # [N, B]
+    # The state's part of the critic computed once, not N times (critic_many_actions).
+    q = critic_many_actions(critic, state.target_critic_params, obs, clip_action(u))  # [N, B]
     return u, mean, std, q.T
 
 
