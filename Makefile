@@ -61,7 +61,7 @@ returns: init
 	$(MAKE) plot
 
 # MPO's best cartpole-swingup configuration so far (docs/results/README.md): 3 seeds in
-# one vmapped run, 100k steps, about 100-130 minutes on the 2-core CPU. An interrupted
+# one vmapped run, 100k steps, about 100 minutes on the 2-core CPU. An interrupted
 # run continues from its last checkpoint with the same command plus
 # --resume runs/mpo-returns.
 mpo-returns: init
