@@ -36,6 +36,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--domain_name", default="cartpole", help="dm_control domain")
     parser.add_argument("--task_name", default="swingup", help="dm_control task of that domain")
+    parser.add_argument(
+        "--noise_color",
+        type=float,
+        default=defaults.noise_color,
+        help="exploration noise colored as 1/f^beta over each episode, beta this value: "
+        "0 white (the published algorithms), 1 pink, 2 red; the noise scale is unchanged",
+    )
     cli.add_population_flag(parser)
     cli.add_run_flags(parser, defaults)
     cli.add_policy_flags(parser)
@@ -45,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     algo, algo_config, sweep = cli.build_algo_config(args)
-    loop_config = cli.build_loop_config(HostLoopConfig, args)
+    loop_config = cli.build_loop_config(HostLoopConfig, args, noise_color=args.noise_color)
     agents = cli.population_of(args, sweep)
 
     # Imported late: dm_control and JAX take seconds to load, --help should not.

@@ -287,14 +287,18 @@ def log_det_tanh_jacobian(pre_tanh: jax.Array) -> jax.Array:
 
 
 def tanh_gaussian_sample(
-    mean: jax.Array, log_std: jax.Array, key: jax.Array
+    mean: jax.Array, log_std: jax.Array, key: jax.Array, noise: jax.Array | None = None
 ) -> tuple[jax.Array, jax.Array]:
     """Reparameterised sample of tanh(N(mean, std)) and its log-probability.
 
     mean, log_std [B, A] -> action [B, A] in (-1, 1), log_prob [B] (summed
-    over action dimensions, tanh correction included).
+    over action dimensions, tanh correction included). The standard-normal
+    draw comes from `key`, or is `noise` [B, A] where given (colored
+    exploration noise, `jax_rl.noise`).
     """
-    pre_tanh = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+    if noise is None:
+        noise = jax.random.normal(key, mean.shape, mean.dtype)
+    pre_tanh = mean + jnp.exp(log_std) * noise
     log_prob = gaussian_log_prob(pre_tanh, mean, log_std) - log_det_tanh_jacobian(pre_tanh)
     return squash(pre_tanh), log_prob
 

@@ -127,9 +127,17 @@ HOST = dict(
 
 
 def _host_run(
-    algo, out, crash_at=None, resume=False, keep_replay=True, every=150, n_step=1, **algo_kw
+    algo,
+    out,
+    crash_at=None,
+    resume=False,
+    keep_replay=True,
+    every=150,
+    n_step=1,
+    noise_color=0.0,
+    **algo_kw,
 ):
-    config = host.HostLoopConfig(**HOST, n_step=n_step)
+    config = host.HostLoopConfig(**HOST, n_step=n_step, noise_color=noise_color)
     logger = CrashingLogger(out, config.max_timesteps, progress=False, crash_at=crash_at)
     control = RunControl(
         Checkpointer(out / "checkpoints"),
@@ -158,14 +166,18 @@ def test_host_loop_without_the_replay_in_checkpoints_refills_before_learning(tmp
     assert int(resumed.learner.agent.step) == 201 + 1
 
 
-def test_n_step_run_killed_and_resumed_ends_as_the_uninterrupted_one(tmp_path):
-    # The checkpoint at step 300 holds the n - 1 = 3 steps not yet stored.
-    whole = _host_run(td3, tmp_path / "whole", n_step=4)
+@pytest.mark.parametrize(
+    "loop", [dict(n_step=4), dict(noise_color=1.0)], ids=["n_step", "pink_noise"]
+)
+def test_run_killed_and_resumed_ends_as_the_uninterrupted_one(loop, tmp_path):
+    # n_step: the checkpoint at step 300 holds the n - 1 = 3 steps not yet stored.
+    # pink_noise: it holds the episode's noise sequence, 201 of its rows used.
+    whole = _host_run(td3, tmp_path / "whole", **loop)
     with pytest.raises(Crash):
-        _host_run(td3, tmp_path / "cut", crash_at=350, n_step=4)
-    resumed = _host_run(td3, tmp_path / "cut", resume=True, n_step=4)
+        _host_run(td3, tmp_path / "cut", crash_at=350, **loop)
+    resumed = _host_run(td3, tmp_path / "cut", resume=True, **loop)
     assert _evaluations(tmp_path / "cut") == _evaluations(tmp_path / "whole")
-    assert int(resumed.learner.replay.size) == 400 - 3
+    assert int(resumed.learner.replay.size) == 400 - (loop.get("n_step", 1) - 1)
     for a, b in zip(
         jax.tree_util.tree_leaves(jax.device_get(resumed.learner)),
         jax.tree_util.tree_leaves(jax.device_get(whole.learner)),

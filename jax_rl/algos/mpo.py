@@ -412,13 +412,22 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
     )
 
 
-def act(state: State, obs: jax.Array, key: jax.Array, deterministic: bool) -> jax.Array:
-    """obs [B, O] -> the mean if deterministic, else a Gaussian sample, clipped to [-1, 1]."""
+def act(
+    state: State,
+    obs: jax.Array,
+    key: jax.Array,
+    deterministic: bool,
+    noise: jax.Array | None = None,
+) -> jax.Array:
+    """obs [B, O] -> the mean if deterministic, else a Gaussian sample, clipped to [-1, 1]
+    (its standard-normal draw from `key`, or `noise` [B, A] where given)."""
     actor, _ = _networks(state)
     mean, log_std = actor.apply(state.actor_params, obs)
     if deterministic:
         return mean
-    return clip_action(mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape))
+    if noise is None:
+        noise = jax.random.normal(key, mean.shape)
+    return clip_action(mean + jnp.exp(log_std) * noise)
 
 
 def _new_temperature(

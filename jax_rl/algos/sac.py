@@ -142,13 +142,20 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
     )
 
 
-def act(state: State, obs: jax.Array, key: jax.Array, deterministic: bool) -> jax.Array:
-    """obs [B, O] -> action [B, A]: tanh(mean) if deterministic, else a sample."""
+def act(
+    state: State,
+    obs: jax.Array,
+    key: jax.Array,
+    deterministic: bool,
+    noise: jax.Array | None = None,
+) -> jax.Array:
+    """obs [B, O] -> action [B, A]: tanh(mean) if deterministic, else a sample
+    (its standard-normal draw from `key`, or `noise` [B, A] where given)."""
     actor, _ = _networks(state.config, state.action_size)
     mean, log_std = actor.apply(state.actor_params, obs)
     if deterministic:
         return squash(mean)
-    action, _ = tanh_gaussian_sample(mean, log_std, key)
+    action, _ = tanh_gaussian_sample(mean, log_std, key, noise)
     return action
 
 

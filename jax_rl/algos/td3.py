@@ -140,14 +140,25 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
     )
 
 
-def act(state: State, obs: jax.Array, key: jax.Array, deterministic: bool) -> jax.Array:
-    """obs [B, O] -> action [B, A] in [-1, 1]; Gaussian noise unless deterministic."""
+def act(
+    state: State,
+    obs: jax.Array,
+    key: jax.Array,
+    deterministic: bool,
+    noise: jax.Array | None = None,
+) -> jax.Array:
+    """obs [B, O] -> action [B, A] in [-1, 1]; Gaussian noise unless deterministic.
+
+    The noise is exploration_noise times a standard-normal draw from `key`, or
+    times `noise` [B, A] where given (colored exploration noise, `jax_rl.noise`).
+    """
     actor, _ = _networks(state.config, state.action_size)
     action = actor.apply(state.actor_params, obs)
     if deterministic:
         return action
-    noise = state.config.exploration_noise * jax.random.normal(key, action.shape)
-    return jnp.clip(action + noise, -1.0, 1.0)
+    if noise is None:
+        noise = jax.random.normal(key, action.shape)
+    return jnp.clip(action + state.config.exploration_noise * noise, -1.0, 1.0)
 
 
 def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:

@@ -60,6 +60,7 @@ from jax_rl.loops.common import (
     zero_metrics,
 )
 from jax_rl.loops.nstep import NStepQueue
+from jax_rl.noise import ColoredNoise
 from jax_rl.transition import Array, Transition
 
 
@@ -85,6 +86,9 @@ class HostLoopConfig:
     """seed of the learner, the warm-up actions and the environments"""
     n_step: int = 1
     """steps of reward summed per stored transition (n-step returns; 1: one-step TD)"""
+    noise_color: float = 0.0
+    """exponent beta of the exploration noise's 1 / f^beta spectrum: 0 white (the
+    published algorithms), 1 pink, 2 red (`jax_rl.noise`)"""
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -100,6 +104,8 @@ class HostLoopConfig:
             ),
         )
         check_collection(self)
+        if not np.isfinite(self.noise_color) or self.noise_color < 0:
+            raise ValueError(f"noise_color must be a finite number >= 0, got {self.noise_color}")
         if self.start_timesteps < self.batch_size + self.n_step - 1:
             raise ValueError(
                 f"start_timesteps ({self.start_timesteps}) must be at least batch_size + "
@@ -142,11 +148,13 @@ class StepFunctions:
 
     `collect` and `learn` take a population learner and one transition per
     agent ([P, ...]); `learn` returns the next exploration action of every agent
-    [P, A]. `act_deterministic` acts for one agent (no population axis).
+    [P, A], its noise drawn from the learner's key, or given ([P, A] standard
+    normal, colored noise) as its last argument. `act_deterministic` acts for
+    one agent (no population axis).
     """
 
     collect: Callable[[Learner, Transition], Learner]
-    learn: Callable[[Learner, Transition, Array], tuple[Learner, jax.Array]]
+    learn: Callable[[Learner, Transition, Array, Array | None], tuple[Learner, jax.Array]]
     act_deterministic: Callable[[Any, Array], jax.Array]
 
 
@@ -160,11 +168,16 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         return jnp.stack([key, update_key, act_key]), rows
 
     def learn_one(
-        learner: Learner, keys: jax.Array, batch: Transition, act_obs: jax.Array
+        learner: Learner,
+        keys: jax.Array,
+        batch: Transition,
+        act_obs: jax.Array,
+        act_noise: jax.Array | None,
     ) -> tuple[Learner, jax.Array]:
         key, update_key, act_key = keys
         agent, metrics = algo.update(learner.agent, batch, update_key)
-        action = algo.act(agent, act_obs[None], act_key, deterministic=False)[0]
+        noise = None if act_noise is None else act_noise[None]
+        action = algo.act(agent, act_obs[None], act_key, deterministic=False, noise=noise)[0]
         sums = jax.tree_util.tree_map(jnp.add, learner.metric_sums, metrics)
         return learner.replace(
             agent=agent, key=key, metric_sums=sums, num_updates=learner.num_updates + 1
@@ -175,15 +188,18 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         return learner.replace(replay=replay_lib.insert_population(learner.replay, transitions))
 
     def learn(
-        learner: Learner, transitions: Transition, act_obs: jax.Array
+        learner: Learner,
+        transitions: Transition,
+        act_obs: jax.Array,
+        act_noise: jax.Array | None = None,
     ) -> tuple[Learner, jax.Array]:
         replay = replay_lib.insert_population(learner.replay, transitions)
         rest = learner.replace(replay=None)
         axes, size = learner_axes(rest), act_obs.shape[0]
         keys, rows = population.over_agents(draw, (0, None), (0, 0), size)(rest.key, replay.size)
         batch = replay_lib.gather_population(replay.data, rows)
-        over = population.over_agents(learn_one, (axes, 0, 0, 0), (axes, 0), size)
-        rest, actions = over(rest, keys, batch, act_obs)
+        over = population.over_agents(learn_one, (axes, 0, 0, 0, 0), (axes, 0), size)
+        rest, actions = over(rest, keys, batch, act_obs, act_noise)
         return rest.replace(replay=replay), actions
 
     def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:
@@ -280,7 +296,10 @@ class Collector:
     benchmark times it. Agent i's warm-up actions come from its own seed, so it
     collects exactly what a run of its own would. With `n_step` > 1 the stored
     transitions are n-step ones (`jax_rl.loops.nstep`, agent i discounting by
-    `discounts[i]`), stored n_step - 1 steps late.
+    `discounts[i]`), stored n_step - 1 steps late. With `noise_color` > 0 the
+    exploration noise is colored (`jax_rl.noise`): agent i's comes from its own
+    sequence, drawn anew at each of its episode starts (and for the first learned
+    action, which may fall mid-episode).
     """
 
     def __init__(
@@ -292,6 +311,7 @@ class Collector:
         seeds: Sequence[int],
         n_step: int = 1,
         discounts: Sequence[float] | None = None,
+        noise_color: float = 0.0,
     ) -> None:
         if len(envs) != len(seeds):
             raise ValueError(f"{len(envs)} environments for {len(seeds)} seeds")
@@ -316,6 +336,12 @@ class Collector:
         self.last_episode_return = np.full(size, np.nan)
         self.non_finite_actions: set[int] = set()  # agents that acted NaN (populations)
         self._warmup_rngs = [np.random.default_rng(seed) for seed in seeds]
+        action_size = envs[0].action_size
+        self._noise = (
+            [ColoredNoise(noise_color, action_size, seed) for seed in seeds]
+            if noise_color > 0
+            else None
+        )
         self._obs = np.stack([np.asarray(env.reset(), np.float32) for env in self.envs])
         self._action = np.zeros((size, self.envs[0].action_size), np.float32)
 
@@ -352,6 +378,8 @@ class Collector:
             if s.last:
                 self.last_episode_return[i], self.episode_return[i] = self.episode_return[i], 0.0
                 next_obs.append(np.asarray(env.reset(), np.float32))
+                if self._noise is not None:
+                    self._noise[i].reset()
             else:
                 next_obs.append(np.asarray(s.next_obs, np.float32))
         self._obs = np.stack(next_obs)
@@ -362,7 +390,10 @@ class Collector:
                 self.learner = self.fns.collect(self.learner, stored)
         else:
             assert stored is not None  # learn_from >= start_timesteps >= n_step
-            self.learner, action = self.fns.learn(self.learner, stored, self._obs)
+            noise = None
+            if self._noise is not None:
+                noise = np.stack([agent_noise.next() for agent_noise in self._noise])
+            self.learner, action = self.fns.learn(self.learner, stored, self._obs, noise)
             self._action = np.array(action)
 
     def checkpoint(self, keep_replay: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -372,6 +403,11 @@ class Collector:
         pending = 0
         if self.queue.n > 1:
             arrays["n_step"], pending = self.queue.state()
+        noise_host = []
+        if self._noise is not None:
+            states = [agent_noise.state() for agent_noise in self._noise]
+            arrays["noise"] = np.stack([sequence for sequence, _ in states])
+            noise_host = [host for _, host in states]
         host = {
             "n_step_pending": pending,
             "steps": self.steps,
@@ -381,6 +417,7 @@ class Collector:
             "warmup_rng": [random_state_to_json(rng) for rng in self._warmup_rngs],
             "env": [env.get_state() for env in self.envs],
             "replay_saved": keep_replay,
+            "noise": noise_host,
         }
         return arrays, host
 
@@ -407,6 +444,11 @@ class Collector:
             random_state_from_json(rng, state)
         for env, state in zip(self.envs, host["env"], strict=True):
             env.set_state(state)
+        if self._noise is not None:
+            for agent_noise, sequence, state in zip(
+                self._noise, arrays["noise"], host["noise"], strict=True
+            ):
+                agent_noise.restore(sequence, state)
 
 
 def _json_float(x: float) -> float | None:
@@ -472,7 +514,14 @@ def train_population(
     axes = learner_axes(learner)
     discounts = [float(c.discount) for c in algo_configs]
     collector = Collector(
-        envs, fns, learner, config.start_timesteps, seeds, config.n_step, discounts
+        envs,
+        fns,
+        learner,
+        config.start_timesteps,
+        seeds,
+        config.n_step,
+        discounts,
+        config.noise_color,
     )
     finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
     watch = DivergenceWatch(seeds, logger.message)

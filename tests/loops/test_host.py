@@ -7,6 +7,7 @@ from jax_rl.envs.probes import ContextualBandit, Countdown
 from jax_rl.logger import RunLogger
 from jax_rl.loops import host
 from jax_rl.loops.common import pull_metrics
+from jax_rl.noise import ColoredNoise
 from jax_rl.transition import Transition
 
 SMALL = (32, 32)
@@ -97,6 +98,76 @@ def test_agent_explores_while_collecting(algo):
         assert spread > 0.2
 
 
+@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
+def test_given_noise_replaces_the_exploration_draw(algo):
+    """Colored noise enters through `learn`'s last argument: zero noise gives the
+    deterministic action, and TD3 adds exploration_noise times the given vector."""
+    fns = host.make_step_functions(algo, batch_size=8)
+    learner = host.init_population(algo, [algo.Config(hidden_sizes=SMALL)], [0], 3, 2, 64, 8)
+    obs = np.zeros((1, 3), np.float32)
+    row = Transition(obs, np.zeros((1, 2), np.float32), np.zeros(1), np.ones(1), obs)
+    for _ in range(8):
+        learner = fns.collect(learner, row)
+    for noise in (np.zeros((1, 2), np.float32), np.array([[0.5, -1.5]], np.float32)):
+        learner, action = fns.learn(learner, row, obs, noise)
+        agent = host.agent_learner(learner, 0).agent
+        deterministic = np.clip(np.asarray(fns.act_deterministic(agent, obs[0])), -1, 1)
+        assert np.all(np.abs(deterministic) < 0.8)  # so no sample below is clipped
+        if not noise.any():
+            np.testing.assert_allclose(action[0], deterministic, atol=1e-6)
+        elif algo is td3:
+            np.testing.assert_allclose(action[0], deterministic + 0.1 * noise[0], atol=1e-6)
+        else:  # the noise moves the sample the way it points
+            assert np.all(np.sign(np.asarray(action[0]) - deterministic) == np.sign(noise[0]))
+
+
+class RecordingSteps:
+    """Step functions that learn nothing and record the noise `learn` is given."""
+
+    def __init__(self):
+        self.noise = []
+
+    def functions(self):
+        def learn(learner, transitions, act_obs, act_noise=None):
+            self.noise.append(act_noise)
+            return learner, np.zeros((act_obs.shape[0], 1), np.float32)
+
+        return host.StepFunctions(
+            collect=lambda learner, transitions: learner, learn=learn, act_deterministic=None
+        )
+
+
+def test_colored_noise_follows_the_episodes():
+    """Agent i's noise is its own colored sequence, started afresh with every episode:
+    the action at step t of an episode takes row t of that episode's sequence."""
+    steps = RecordingSteps()
+    seeds = [0, 7]
+    envs = [Countdown(time_limit=6), Countdown(time_limit=6)]
+    collector = host.Collector(envs, steps.functions(), None, 10, seeds, noise_color=1.0)
+    for _ in range(40):
+        collector.step()
+    given = np.stack(steps.noise)  # [31, P, A]: the actions of steps 10..40 (from 0)
+    assert given.shape == (31, 2, 1)
+    for i, seed in enumerate(seeds):
+        expected = ColoredNoise(1.0, 1, seed)
+        # The first learned action (step 10's, the 5th of an episode) starts a
+        # sequence; every later episode (from step 12 on, 6 steps each) starts one.
+        rows = [expected.next() for _ in range(2)]
+        for _ in range(5):
+            expected.reset()
+            rows += [expected.next() for _ in range(6)]
+        np.testing.assert_array_equal(given[:, i], np.stack(rows[:31]))
+    assert not np.allclose(given[:, 0], given[:, 1])
+
+
+def test_white_noise_gives_learn_no_noise():
+    steps = RecordingSteps()
+    collector = host.Collector([Countdown()], steps.functions(), None, 10, [0])
+    for _ in range(12):
+        collector.step()
+    assert steps.noise == [None, None, None]  # the actions of steps 10, 11 and 12
+
+
 def test_warmup_actions_are_uniform(tmp_path):
     result = run(
         td3,
@@ -162,6 +233,8 @@ def test_metrics_are_averaged_and_written(tmp_path):
         ({"start_timesteps": 10, "batch_size": 32}, "must be at least batch_size"),
         ({"start_timesteps": 500, "max_timesteps": 100}, "would never learn"),
         ({"replay_size": 16, "batch_size": 32, "start_timesteps": 32}, "replay_size"),
+        ({"noise_color": -1.0}, "noise_color must be a finite number >= 0"),
+        ({"noise_color": float("nan")}, "noise_color must be a finite number >= 0"),
     ],
 )
 def test_loop_config_rejects_bad_values(loop, message):
