@@ -10,7 +10,9 @@ Equations (B batch, A action size):
 Our choices, as in the paper's reference code: 256-256 ReLU networks, Adam
 3e-4 for both nets, the actor's loss uses the first critic only, the twin
 critics are one vmapped ensemble, and exploration adds N(0, exploration_noise)
-to the deterministic action, clipped to [-1, 1]. `d` is the transition's
+to the deterministic action, clipped to [-1, 1]. Optionally (exploration_decay
+> 0, off by default) the exploration std starts higher and falls linearly to
+exploration_noise, as DrQ-v2 schedules its DDPG's noise. `d` is the transition's
 discount mask (0 only at a true terminal; see `jax_rl.transition.Transition`).
 """
 
@@ -35,7 +37,8 @@ from jax_rl.transition import Transition
 
 
 class Config(flax.struct.PyTreeNode):
-    """TD3 hyperparameters. Shapes and counts are static; the rest are traced."""
+    """TD3 hyperparameters. Shapes and the actor delay are static; the rest (the
+    exploration schedule's length included) are traced."""
 
     hidden_sizes: tuple[int, ...] = common.field(
         (256, 256), "hidden layer sizes of the actor and of each critic", static=True
@@ -57,6 +60,14 @@ class Config(flax.struct.PyTreeNode):
     exploration_noise: float = common.field(
         0.1, "std of the Gaussian noise added to actions while collecting"
     )
+    exploration_decay: int = common.field(
+        0,
+        "updates over which the exploration std falls linearly from initial_exploration_noise "
+        "to exploration_noise (0: exploration_noise throughout, as published)",
+    )
+    initial_exploration_noise: float = common.field(
+        1.0, "exploration std at update 0, the start of the schedule, when exploration_decay > 0"
+    )
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
@@ -64,7 +75,13 @@ class Config(flax.struct.PyTreeNode):
         common.check_fields(
             self,
             positive=("actor_lr", "critic_lr"),
-            non_negative=("policy_noise", "noise_clip", "exploration_noise"),
+            non_negative=(
+                "policy_noise",
+                "noise_clip",
+                "exploration_noise",
+                "exploration_decay",
+                "initial_exploration_noise",
+            ),
             unit_interval=("discount", "tau"),
             positive_ints=("policy_freq",),
         )
@@ -149,8 +166,9 @@ def act(
 ) -> jax.Array:
     """obs [B, O] -> action [B, A] in [-1, 1]; Gaussian noise unless deterministic.
 
-    The noise is exploration_noise times a standard-normal draw from `key`, or
-    times `noise` [B, A] where given (colored exploration noise, `jax_rl.noise`).
+    The noise is the exploration std (`exploration_std`) times a standard-normal
+    draw from `key`, or times `noise` [B, A] where given (colored exploration
+    noise, `jax_rl.noise`).
     """
     actor, _ = _networks(state.config, state.action_size)
     action = actor.apply(state.actor_params, obs)
@@ -158,7 +176,20 @@ def act(
         return action
     if noise is None:
         noise = jax.random.normal(key, action.shape)
-    return jnp.clip(action + state.config.exploration_noise * noise, -1.0, 1.0)
+    return jnp.clip(action + exploration_std(state) * noise, -1.0, 1.0)
+
+
+def exploration_std(state: State) -> jax.Array:
+    """The exploration std after `state.step` updates: exploration_noise, or with
+    exploration_decay > 0 a straight line from initial_exploration_noise at update 0 to
+    exploration_noise at update exploration_decay, flat after."""
+    cfg = state.config
+    decay = jnp.asarray(cfg.exploration_decay, jnp.float32)
+    done = jnp.clip(state.step / jnp.maximum(decay, 1.0), 0.0, 1.0)
+    scheduled = cfg.initial_exploration_noise + done * (
+        cfg.exploration_noise - cfg.initial_exploration_noise
+    )
+    return jnp.where(decay > 0, scheduled, cfg.exploration_noise)
 
 
 def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:

@@ -124,6 +124,29 @@ def test_exploration_adds_gaussian_noise_and_stays_in_range():
     assert float(jnp.abs(noisy).max()) <= 1.0
 
 
+def test_exploration_std_falls_linearly_over_the_decay_and_stays_flat_after():
+    config = td3.Config(
+        hidden_sizes=(8,),
+        exploration_noise=0.1,
+        initial_exploration_noise=0.5,
+        exploration_decay=40,
+    )
+    state = td3.init(jax.random.key(0), 4, 3, config)
+    stds = [float(td3.exploration_std(state.replace(step=jnp.int32(t)))) for t in (0, 10, 40, 90)]
+    np.testing.assert_allclose(stds, [0.5, 0.4, 0.1, 0.1], rtol=1e-6)
+    # Acting uses it: at update 10 the noise has std 0.4.
+    obs = jnp.zeros((20_000, 4))
+    at_10 = state.replace(step=jnp.int32(10))
+    det = td3.act(at_10, obs, jax.random.key(1), deterministic=True)
+    noise = np.asarray(jax.random.normal(jax.random.key(2), det.shape))
+    noisy = td3.act(at_10, obs, jax.random.key(1), deterministic=False, noise=noise)
+    expected = np.clip(np.asarray(det) + 0.4 * noise, -1, 1)
+    np.testing.assert_allclose(np.asarray(noisy), expected, atol=1e-6)
+    # Without a decay, the published constant std, whatever the initial one says.
+    flat = state.replace(config=config.replace(exploration_decay=0), step=jnp.int32(3))
+    assert float(td3.exploration_std(flat)) == np.float32(0.1)
+
+
 def test_update_is_deterministic_given_the_key():
     state = hand_state()
     a, _ = td3.update(state, batch(), jax.random.key(5))
@@ -139,6 +162,8 @@ def test_update_is_deterministic_given_the_key():
         ("tau", 1.5, r"tau must be in \[0, 1\]"),
         ("policy_freq", 0, "policy_freq must be a positive integer"),
         ("exploration_noise", -0.1, "exploration_noise must be >= 0"),
+        ("exploration_decay", -5, "exploration_decay must be >= 0"),
+        ("initial_exploration_noise", -1.0, "initial_exploration_noise must be >= 0"),
         ("hidden_sizes", (256, -1), "hidden_sizes must be positive"),
     ],
 )
