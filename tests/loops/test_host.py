@@ -76,16 +76,23 @@ def test_terminal_steps_have_discount_zero(tmp_path):
     np.testing.assert_array_equal(jax.device_get(result.agent(0).replay.data.discount), 0.0)
 
 
-@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
-def test_agent_explores_while_collecting(algo):
-    """After the warm-up, the action sent to the environment is the exploration
-    action, not the deterministic one."""
+def learner_past_warmup(algo):
+    """Step functions and a one-agent learner (obs 3, action 2) whose buffer holds a
+    batch, with the constant transition and observation it was filled with."""
     fns = host.make_step_functions(algo, batch_size=8)
     learner = host.init_population(algo, [algo.Config(hidden_sizes=SMALL)], [0], 3, 2, 64, 8)
     obs = np.zeros((1, 3), np.float32)
     row = Transition(obs, np.zeros((1, 2), np.float32), np.zeros(1), np.ones(1), obs)
     for _ in range(8):
         learner = fns.collect(learner, row)
+    return fns, learner, row, obs
+
+
+@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
+def test_agent_explores_while_collecting(algo):
+    """After the warm-up, the action sent to the environment is the exploration
+    action, not the deterministic one."""
+    fns, learner, row, obs = learner_past_warmup(algo)
     gaps = []
     for _ in range(200):
         learner, action = fns.learn(learner, row, obs)
@@ -102,12 +109,7 @@ def test_agent_explores_while_collecting(algo):
 def test_given_noise_replaces_the_exploration_draw(algo):
     """Colored noise enters through `learn`'s last argument: zero noise gives the
     deterministic action, and TD3 adds exploration_noise times the given vector."""
-    fns = host.make_step_functions(algo, batch_size=8)
-    learner = host.init_population(algo, [algo.Config(hidden_sizes=SMALL)], [0], 3, 2, 64, 8)
-    obs = np.zeros((1, 3), np.float32)
-    row = Transition(obs, np.zeros((1, 2), np.float32), np.zeros(1), np.ones(1), obs)
-    for _ in range(8):
-        learner = fns.collect(learner, row)
+    fns, learner, row, obs = learner_past_warmup(algo)
     for noise in (np.zeros((1, 2), np.float32), np.array([[0.5, -1.5]], np.float32)):
         learner, action = fns.learn(learner, row, obs, noise)
         agent = host.agent_learner(learner, 0).agent
