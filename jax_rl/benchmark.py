@@ -397,7 +397,7 @@ def markdown(
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, same code path")
     parser.add_argument(
@@ -410,12 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="time the Brax pipeline only (needs no dm_control, e.g. on a GPU machine)",
     )
-    for flag, help_text in (
-        ("num_envs", "Brax pipeline: environments per agent"),
-        ("updates_per_step", "Brax pipeline: updates per iteration (k)"),
-        ("batch_size", "Brax pipeline: batch size"),
-        ("iterations_per_chunk", "Brax pipeline: iterations per timed chunk"),
-    ):
+    for flag, help_text in DEVICE_SIZE_FLAGS.items():
         parser.add_argument(f"--{flag}", type=int, default=None, metavar="N", help=help_text)
     parser.add_argument(
         "--population",
@@ -424,32 +419,45 @@ def main(argv: list[str] | None = None) -> int:
         help="only time populations of these sizes on the Brax pipeline (first policy of "
         "--policies), e.g. 1,4,16; writes population.md",
     )
-    args = parser.parse_args(argv)
-    settings = QUICK if args.quick else BenchSettings()
-    names = [n for n in args.policies.split(",") if n]
-    for name in names:
-        if name not in algos.ALGORITHMS:
-            print(
-                f"error: unknown policy {name!r}; choose from {', '.join(algos.ALGORITHMS)}",
-                file=sys.stderr,
-            )
-            return 2
+    return parser.parse_args(argv)
 
+
+DEVICE_SIZE_FLAGS = {
+    "num_envs": "Brax pipeline: environments per agent",
+    "updates_per_step": "Brax pipeline: updates per iteration (k)",
+    "batch_size": "Brax pipeline: batch size",
+    "iterations_per_chunk": "Brax pipeline: iterations per timed chunk",
+}
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with the flags, in one line, or None."""
+    for name in args.policies.split(","):
+        if name and name not in algos.ALGORITHMS:
+            return f"unknown policy {name!r}; choose from {', '.join(algos.ALGORITHMS)}"
     if args.skip_host and args.skip_brax:
-        print("error: --skip_host and --skip_brax leave nothing to time", file=sys.stderr)
-        return 2
-    sizes = {
-        flag: getattr(args, flag)
-        for flag in ("num_envs", "updates_per_step", "batch_size", "iterations_per_chunk")
-        if getattr(args, flag) is not None
-    }
+        return "--skip_host and --skip_brax leave nothing to time"
+    sizes = device_sizes(args)
     if any(v < 1 for v in sizes.values()):
-        print(f"error: Brax pipeline sizes must be positive, got {sizes}", file=sys.stderr)
-        return 2
-    device_settings = dataclasses.replace(
-        QUICK_DEVICE if args.quick else DeviceBenchSettings(), **sizes
-    )
+        return f"Brax pipeline sizes must be positive, got {sizes}"
+    return None
 
+
+def device_sizes(args: argparse.Namespace) -> dict[str, Any]:
+    """The Brax pipeline sizes given on the command line."""
+    return {f: getattr(args, f) for f in DEVICE_SIZE_FLAGS if getattr(args, f) is not None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    problem = check_args(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    names = [n for n in args.policies.split(",") if n]
+    device_settings = dataclasses.replace(
+        QUICK_DEVICE if args.quick else DeviceBenchSettings(), **device_sizes(args)
+    )
     info = machine()
     if args.population:
         return _bench_population(args, names[0], info, device_settings)
@@ -457,46 +465,54 @@ def main(argv: list[str] | None = None) -> int:
         matmul = timing.matmul_rate(256, repeats=3)
     else:  # an accelerator needs a larger product to reach its rate
         matmul = timing.matmul_rate(2048 if info["accelerator"] == "none" else 8192)
-    out = Path(args.out)
     if not args.skip_host:
-        rows = []
-        for name in names:
-            for label, overrides in variants(name):
-                print(f"timing {label} ...", file=sys.stderr, flush=True)
-                rows.append(bench_host_step(name, settings, label=label, **overrides))
-        _write(
-            out,
-            "host",
-            markdown(rows, info, settings, matmul),
-            {
-                "machine": info,
-                "settings": dataclasses.asdict(settings),
-                "matmul_flops_per_second": matmul,
-                "host_loop": rows,
-            },
-        )
-    if args.skip_brax:
-        return 0
+        _bench_host(args, names, info, matmul)
+    if not args.skip_brax:
+        _bench_device(args, names, info, matmul, device_settings)
+    return 0
 
-    device_rows = []
+
+def _bench_host(
+    args: argparse.Namespace, names: list[str], info: dict[str, Any], matmul: float
+) -> None:
+    """host.md: seconds per 1000 host-loop steps of each learner and variant."""
+    settings = QUICK if args.quick else BenchSettings()
+    rows = []
+    for name in names:
+        for label, overrides in variants(name):
+            print(f"timing {label} ...", file=sys.stderr, flush=True)
+            rows.append(bench_host_step(name, settings, label=label, **overrides))
+    payload = {
+        "machine": info,
+        "settings": dataclasses.asdict(settings),
+        "matmul_flops_per_second": matmul,
+        "host_loop": rows,
+    }
+    _write(Path(args.out), "host", markdown(rows, info, settings, matmul), payload)
+
+
+def _bench_device(
+    args: argparse.Namespace,
+    names: list[str],
+    info: dict[str, Any],
+    matmul: float,
+    settings: DeviceBenchSettings,
+) -> None:
+    """brax.md: the Brax pipeline's chunk time of each learner."""
+    rows = []
     for name in names:
         # The adam solver costs what newton costs on the device; two MPO rows suffice.
         # (The returns configuration is a host-loop one: n_step belongs to that loop.)
         for label, overrides in variants(name)[:2]:
             print(f"timing the Brax pipeline with {label} ...", file=sys.stderr, flush=True)
-            device_rows.append(bench_device_chunk(name, device_settings, label=label, **overrides))
-    _write(
-        out,
-        "brax",
-        device_markdown(device_rows, device_settings, matmul, info),
-        {
-            "machine": info,
-            "settings": dataclasses.asdict(device_settings),
-            "matmul_flops_per_second": matmul,
-            "device_pipeline": device_rows,
-        },
-    )
-    return 0
+            rows.append(bench_device_chunk(name, settings, label=label, **overrides))
+    payload = {
+        "machine": info,
+        "settings": dataclasses.asdict(settings),
+        "matmul_flops_per_second": matmul,
+        "device_pipeline": rows,
+    }
+    _write(Path(args.out), "brax", device_markdown(rows, settings, matmul, info), payload)
 
 
 def _bench_population(

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -44,13 +45,27 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
 
 
 def _parse_floats(text: str) -> list[float]:
-    """One value, or several comma-separated ones (a sweep)."""
+    """One finite value, or several comma-separated ones (a sweep)."""
     try:
-        return [float(part) for part in text.split(",")]
+        values = [float(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected a number or comma-separated numbers, got {text!r}"
         ) from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
+    return values
+
+
+def finite_float(text: str) -> float:
+    """One finite number (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def _flag_type(default: Any, static: bool) -> Any:
@@ -58,8 +73,8 @@ def _flag_type(default: Any, static: bool) -> Any:
         return _parse_sizes
     if isinstance(default, bool):
         raise TypeError("boolean config fields are not supported as flags")
-    if isinstance(default, float) and not static:
-        return _parse_floats
+    if isinstance(default, float):
+        return finite_float if static else _parse_floats
     return type(default)
 
 
@@ -152,6 +167,22 @@ def run_identity(
     identity["replay_capacity"] = loop_config.capacity
     identity.update({f.name: getattr(algo_config, f.name) for f in dataclasses.fields(algo_config)})
     return identity
+
+
+def check_save_dir(args: argparse.Namespace) -> None:
+    """Exit 2 unless the run's output folder (--save_dir or --resume) can be created and
+    written: tried in its nearest existing ancestor, leaving nothing behind."""
+    for flag, value in (("--save_dir", args.save_dir), ("--resume", args.resume)):
+        if value is None:
+            continue
+        path = Path(value).absolute()
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not existing.is_dir():
+            fail(f"{flag} {value}: {existing} is a file, not a folder")
+        try:
+            tempfile.TemporaryDirectory(dir=existing, prefix=".jax_rl-probe-").cleanup()
+        except OSError as e:
+            fail(f"{flag} {value}: cannot write in {existing} ({e.strerror or e})")
 
 
 def save_dir_of(args: argparse.Namespace, run_name: str) -> Path:
@@ -302,10 +333,10 @@ def _fields(module: ModuleType) -> set[str]:
 
 
 def build_algo_config(
-    args: argparse.Namespace,
+    args: argparse.Namespace, context: str = ""
 ) -> tuple[ModuleType, Any, dict[str, list[float]]]:
     """The chosen learner module, its Config and the swept fields (field -> values), or a
-    one-line error and exit 2.
+    one-line error (after `context`, e.g. the preset that set the values) and exit 2.
 
     A flag given several comma-separated values is a sweep: the Config holds its
     first value, and every value is checked.
@@ -323,7 +354,7 @@ def build_algo_config(
             if value is None:
                 continue
             if field not in own:
-                fail(f"--{field} does not apply to --policy {args.policy}")
+                fail(f"{context}--{field} does not apply to --policy {args.policy}")
             if isinstance(value, list):
                 if len(value) > 1:
                     sweep[field] = value
@@ -337,7 +368,7 @@ def build_algo_config(
         if hasattr(module, "check_platform"):  # what the learner needs of this process
             module.check_platform(config)
     except ValueError as e:
-        fail(str(e))
+        fail(f"{context}{e}")
     return module, config, sweep
 
 

@@ -75,6 +75,15 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         train_rows = list(csv.DictReader(f))
     assert [int(r["step"]) for r in train_rows] == [100, 200, 300]
     assert (out / "config.json").exists() and (out / "agent.msgpack").stat().st_size > 0
+    # The task's preset (jax_rl/presets/), recorded in config.json and named on start-up.
+    config = json.loads((out / "config.json").read_text())
+    preset = {"TD3": "dm_control/cartpole-swingup", "SAC": None, "MPO": "dm_control/*"}[policy]
+    assert (config["preset"] or {}).get("name") == preset
+    if policy == "TD3":
+        assert config["algo"]["exploration_decay"] == 30000
+        assert "preset dm_control/cartpole-swingup (exploration_decay=30000" in result.stderr
+    if policy == "MPO":
+        assert config["loop"]["n_step"] == 5 and config["algo"]["input_layer"] == "layernorm"
 
 
 @pytest.mark.parametrize(
@@ -100,14 +109,36 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
         (["--num_seeds", "0"], "num_seeds must be a positive integer"),
         (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
+        # Non-finite values, for each kind of float flag: a rate, a sweep, a loop setting.
+        (["--actor_lr", "inf"], "--actor_lr: expected finite numbers, got 'inf'"),
+        (["--tau", "0.005,nan"], "--tau: expected finite numbers"),
+        (["--policy", "MPO", "--epsilon_std=-inf"], "--epsilon_std: expected finite numbers"),
+        (["--noise_color", "nan"], "--noise_color: expected a finite number, got 'nan'"),
+        (["--preset", "bogus"], "unknown preset 'bogus' for TD3; choose from auto, paper"),
+        (["--policy", "SAC", "--preset", "dm_control/cartpole-swingup"], "unknown preset"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     result = run(*args, "--save_dir", str(tmp_path / "never"))
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr  # one line, nothing before it
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize(
+    "save_dir, message",
+    [
+        ("/proc/jax_rl-never/run", "cannot write in /proc"),  # read-only even for root
+        (str(ROOT / "README.md" / "run"), "README.md is a file, not a folder"),
+    ],
+)
+def test_unwritable_save_dir_exits_2_before_compiling(save_dir, message):
+    for flag in ("--save_dir", "--resume"):
+        result = run("--max_timesteps", "300", flag, save_dir)
+        assert result.returncode == 2, result.stderr
+        assert f"error: {flag} {save_dir}: " in result.stderr and message in result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
 
 
 BRAX_FLAGS = (
@@ -175,6 +206,30 @@ def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "never").exists()
+
+
+# What third-party packages print on import or while building Brax's models (jax_rl.quiet).
+THIRD_PARTY_NOISE = ("Failed to import warp", "Failed to import mujoco_warp", "settotalmass",
+                     "Brax System, piplines")  # fmt: skip
+
+
+def test_start_up_shows_no_third_party_noise():
+    # A bad name: Brax and MJX are imported to list the valid names, nothing compiles.
+    result = run("--env", "halfcheeta", script=BRAX_SCRIPT)
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.startswith("error: unknown Brax environment")
+    # A real start: the start-up line comes first; halfcheetah's XML uses settotalmass.
+    result = run(
+        "--max_timesteps", "64", "--num_envs", "4", "--start_timesteps", "32",
+        "--batch_size", "8", "--hidden_sizes", "8", "--updates_per_step", "1",
+        "--eval_episodes", "1", "--episode_length", "5", "--log_freq", "32", "--no_progress",
+        "--checkpoint_every", "64", "--save_dir", str(tempfile.mkdtemp()), script=BRAX_SCRIPT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("jax_rl: brax-TD3-halfcheetah-seed0 on brax halfcheetah")
+    assert "compiling" in result.stderr.splitlines()[0]
+    output = result.stdout + result.stderr
+    assert not [noise for noise in THIRD_PARTY_NOISE if noise in output], output
 
 
 # --- kill -9 and resume, through the entry points --------------------------------------------

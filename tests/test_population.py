@@ -242,7 +242,7 @@ def test_entry_point_trains_a_population_and_ranks_its_settings(tmp_path):
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    assert "training 4 agents (seeds 0-1; tau in {0.005, 0.05})" in result.stderr
+    assert "jax_rl: 4 agents (seeds 0-1; tau in {0.005, 0.05}) on brax" in result.stderr
     ranking = (out / "ranking.md").read_text()
     assert ranking.count("| tau=") == 2 and "| 2 |" in ranking
     summary = json.loads((out / "summary.json").read_text())

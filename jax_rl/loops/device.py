@@ -484,85 +484,143 @@ def train_population(
     (NonFiniteError); in a population the agent is reported and the others go
     on, until none is left. Interrupted after saving on SIGINT/SIGTERM.
     """
-    num_agents = len(seeds)
-    pipeline = make_pipeline(algo, env, config)
-    keys, eval_keys = agent_keys(seeds)
-    carry = init_population(algo, algo_configs, env, config, keys)
-    axes = carry_axes(carry)
-    finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
-    watch = DivergenceWatch(seeds, logger.message)
-
-    def evaluate(step: int) -> list[dict[str, float]]:
-        nonlocal eval_keys
-        pairs = jax.vmap(jax.random.split)(eval_keys)
-        eval_keys, now = pairs[:, 0], pairs[:, 1]
-        returns = jax.device_get(pipeline.evaluate(carry.agent, now, jnp.bool_(False)))
-        return logger.log_evaluation(step, [[float(r) for r in row] for row in returns])
-
-    first_chunk, next_eval = 0, config.eval_freq
-    resumed = False
-    if control is not None and control.resume:
-        resumed = True
-        carry, eval_keys, next_eval, evaluations = _resume(control, carry, eval_keys, logger)
-        first_chunk = int(carry.env_steps) // config.chunk_steps
-    carry = _place(carry, config, logger)
-    if not resumed:
-        evaluations = [[row] for row in evaluate(0)]
-    next_save = (
-        (first_chunk * config.chunk_steps // control.every + 1) * control.every if control else 0
-    )
-
-    def save(step: int, params_ok: list[bool]) -> None:
-        assert control is not None
-        stored = carry if control.keep_replay else carry.replace(replay=None)
-        meta = {
-            "next_eval": next_eval,
-            "wall_time": logger.wall_time,
-            "replay_saved": control.keep_replay,
-        }
-        tree = {"carry": stored, "eval_key": eval_keys}
-        # A population keeps saving while one of its agents is still finite.
-        control.save(step, any(params_ok), tree, meta)
-
-    last_read, last_updates = time.perf_counter(), int(carry.updates)
+    run = _PopulationRun.start(algo, algo_configs, seeds, env, config, logger, control)
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
-        for chunk in range(first_chunk, config.num_chunks):
-            carry = pipeline.train_chunk(carry)
-            carry, rows = _read_chunk(carry, config.batch_size)
-            now = time.perf_counter()
+        for chunk in range(run.first_chunk, config.num_chunks):
+            run.carry = run.pipeline.train_chunk(run.carry)
             env_steps = (chunk + 1) * config.chunk_steps
-            params_ok = [bool(v) for v in jax.device_get(finite(carry.agent))]
-            watch.check(env_steps, rows, params_ok, control.last_saved if control else None)
-            updates = rows[0]["updates"]
-            logger.set_status(
-                env_steps_per_s=f"{num_agents * config.chunk_steps / (now - last_read):.0f}",
-                updates_per_s=f"{num_agents * (updates - last_updates) / (now - last_read):.0f}",
-            )
-            last_read, last_updates = now, int(updates)
-            logger.advance_to(env_steps)
-            logger.log_train(env_steps, rows)
+            params_ok = run.read_chunk(env_steps)
             last_chunk = chunk == config.num_chunks - 1
-            if env_steps >= next_eval or last_chunk:
-                for kept, row in zip(evaluations, evaluate(env_steps), strict=True):
-                    kept.append(row)
-                while next_eval <= env_steps:
-                    next_eval += config.eval_freq
-            if control is None:
-                continue
-            received = signals.received if signals is not None else None
-            if env_steps >= next_save or last_chunk or received:
-                save(env_steps, params_ok)
-                while next_save <= env_steps:
-                    next_save += control.every
-            if received:
-                raise Interrupted(received, env_steps, control.checkpointer.directory)
-            control.after_step(env_steps)
+            run.maybe_evaluate(env_steps, last_chunk)
+            run.checkpoint(env_steps, params_ok, last_chunk, signals)
+    return run.finish()
 
-    for i, agent_logger in enumerate(logger.agents):
-        agent = population.index_agent(carry.agent, axes.agent, i)
-        with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
-            f.write(flax.serialization.to_bytes(agent))
-    return TrainResult(carry, evaluations, pipeline)
+
+@dataclasses.dataclass
+class _PopulationRun:
+    """The state of one `train_population` call and its steps: set-up (`start`: the
+    carry, a resumed checkpoint, the first evaluation), the body of every chunk
+    (`read_chunk`, `maybe_evaluate`, `checkpoint`) and the end (`finish`)."""
+
+    config: DeviceLoopConfig
+    logger: PopulationLogger
+    control: RunControl | None
+    pipeline: Pipeline
+    carry: Carry
+    axes: Carry
+    eval_keys: jax.Array
+    finite: Callable[[Any], jax.Array]
+    watch: DivergenceWatch
+    evaluations: list[list[dict[str, float]]] = dataclasses.field(default_factory=list)
+    first_chunk: int = 0
+    next_eval: int = 0
+    next_save: int = 0
+    last_read: float = 0.0
+    last_updates: int = 0
+
+    @classmethod
+    def start(
+        cls,
+        algo: ModuleType,
+        algo_configs: Sequence[Any],
+        seeds: Sequence[int],
+        env: BraxEnv,
+        config: DeviceLoopConfig,
+        logger: PopulationLogger,
+        control: RunControl | None,
+    ) -> _PopulationRun:
+        """Build the pipeline and the population (or load the checkpoint), place it on the
+        devices, and evaluate at step 0 (a fresh run)."""
+        pipeline = make_pipeline(algo, env, config)
+        keys, eval_keys = agent_keys(seeds)
+        carry = init_population(algo, algo_configs, env, config, keys)
+        axes = carry_axes(carry)
+        finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, len(seeds)))
+        watch = DivergenceWatch(seeds, logger.message)
+        run = cls(config, logger, control, pipeline, carry, axes, eval_keys, finite, watch)
+        run.next_eval = config.eval_freq
+        resumed = control is not None and control.resume
+        if resumed:
+            assert control is not None
+            run.carry, run.eval_keys, run.next_eval, run.evaluations = _resume(
+                control, run.carry, run.eval_keys, logger
+            )
+            run.first_chunk = int(run.carry.env_steps) // config.chunk_steps
+        run.carry = _place(run.carry, config, logger)
+        if not resumed:
+            run.evaluations = [[row] for row in run.evaluate(0)]
+        if control is not None:
+            run.next_save = (run.first_chunk * config.chunk_steps // control.every + 1) * (
+                control.every
+            )
+        run.last_read, run.last_updates = time.perf_counter(), int(run.carry.updates)
+        return run
+
+    def evaluate(self, step: int) -> list[dict[str, float]]:
+        """Every agent's evaluation episodes at `step`, logged (fresh keys each time)."""
+        pairs = jax.vmap(jax.random.split)(self.eval_keys)
+        self.eval_keys, now = pairs[:, 0], pairs[:, 1]
+        returns = self.pipeline.evaluate(self.carry.agent, now, jnp.bool_(False))
+        rows = [[float(r) for r in row] for row in jax.device_get(returns)]
+        return self.logger.log_evaluation(step, rows)
+
+    def read_chunk(self, env_steps: int) -> list[bool]:
+        """Pull the chunk's metrics, check them, log them and the rates; which agents'
+        parameters are finite."""
+        self.carry, rows = _read_chunk(self.carry, self.config.batch_size)
+        now = time.perf_counter()
+        params_ok = [bool(v) for v in jax.device_get(self.finite(self.carry.agent))]
+        last_saved = self.control.last_saved if self.control else None
+        self.watch.check(env_steps, rows, params_ok, last_saved)
+        updates, num_agents, elapsed = rows[0]["updates"], len(rows), now - self.last_read
+        self.logger.set_status(
+            env_steps_per_s=f"{num_agents * self.config.chunk_steps / elapsed:.0f}",
+            updates_per_s=f"{num_agents * (updates - self.last_updates) / elapsed:.0f}",
+        )
+        self.last_read, self.last_updates = now, int(updates)
+        self.logger.advance_to(env_steps)
+        self.logger.log_train(env_steps, rows)
+        return params_ok
+
+    def maybe_evaluate(self, env_steps: int, last_chunk: bool) -> None:
+        """Evaluate once `eval_freq` steps have passed since the last time, and at the end."""
+        if env_steps >= self.next_eval or last_chunk:
+            for kept, row in zip(self.evaluations, self.evaluate(env_steps), strict=True):
+                kept.append(row)
+            while self.next_eval <= env_steps:
+                self.next_eval += self.config.eval_freq
+
+    def checkpoint(
+        self, env_steps: int, params_ok: list[bool], last_chunk: bool, signals: Any
+    ) -> None:
+        """Save at checkpoint points, at the end and on a signal (then stop)."""
+        control = self.control
+        if control is None:
+            return
+        received = signals.received if signals is not None else None
+        if env_steps >= self.next_save or last_chunk or received:
+            stored = self.carry if control.keep_replay else self.carry.replace(replay=None)
+            meta = {
+                "next_eval": self.next_eval,
+                "wall_time": self.logger.wall_time,
+                "replay_saved": control.keep_replay,
+            }
+            tree = {"carry": stored, "eval_key": self.eval_keys}
+            # A population keeps saving while one of its agents is still finite.
+            control.save(env_steps, any(params_ok), tree, meta)
+            while self.next_save <= env_steps:
+                self.next_save += control.every
+        if received:
+            raise Interrupted(received, env_steps, control.checkpointer.directory)
+        control.after_step(env_steps)
+
+    def finish(self) -> TrainResult:
+        """Write each agent's final parameters (agent.msgpack) beside its logs."""
+        for i, agent_logger in enumerate(self.logger.agents):
+            agent = population.index_agent(self.carry.agent, self.axes.agent, i)
+            with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
+                f.write(flax.serialization.to_bytes(agent))
+        return TrainResult(self.carry, self.evaluations, self.pipeline)
 
 
 def _resume(

@@ -117,6 +117,12 @@ class HostLoopConfig:
     def capacity(self) -> int:
         return replay_capacity(self.max_timesteps, self.replay_size)
 
+    @property
+    def total_steps(self) -> int:
+        """Environment steps per agent (the device loop rounds to whole chunks; this one
+        runs exactly max_timesteps)."""
+        return self.max_timesteps
+
 
 class Learner(flax.struct.PyTreeNode):
     """Everything the per-step call carries (and donates) from step to step.
@@ -503,102 +509,149 @@ def train_population(
     is reported and the others go on, until none is left. Interrupted after
     saving on SIGINT/SIGTERM.
     """
-    num_agents = len(seeds)
-    if not len(envs) == len(eval_envs) == len(algo_configs) == num_agents:
+    if not len(envs) == len(eval_envs) == len(algo_configs) == len(seeds):
         raise ValueError("one config, environment and evaluation environment per seed")
-    fns = make_step_functions(algo, config.batch_size)
-    env = envs[0]
-    learner = init_population(
-        algo, algo_configs, seeds, env.obs_size, env.action_size, config.capacity, config.batch_size
-    )
-    axes = learner_axes(learner)
-    discounts = [float(c.discount) for c in algo_configs]
-    collector = Collector(
-        envs,
-        fns,
-        learner,
-        config.start_timesteps,
-        seeds,
-        config.n_step,
-        discounts,
-        config.noise_color,
-    )
-    finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, num_agents))
-    watch = DivergenceWatch(seeds, logger.message)
-
-    def last_saved() -> int | None:
-        return control.last_saved if control is not None else None
-
-    def params_ok() -> list[bool]:
-        return [bool(v) for v in jax.device_get(finite(collector.learner.agent))]
-
-    def evaluate_all(step: int) -> list[dict[str, float]]:
-        ok = params_ok()
-        returns = []
-        for i, eval_env in enumerate(eval_envs):
-            if num_agents > 1 and not ok[i]:
-                watch.mark(i, step)
-            if i in watch.diverged:
-                returns.append([float("nan")] * config.eval_episodes)
-                continue
-            agent = population.index_agent(collector.learner.agent, axes.agent, i)
-            returns.append(evaluate(fns.act_deterministic, agent, eval_env, config.eval_episodes))
-        return logger.log_evaluation(step, returns)
-
-    if control is not None and control.resume:
-        evaluations = _resume(control, collector, eval_envs, logger)
-    else:
-        evaluations = [[row] for row in evaluate_all(0)]
-
-    def save(step: int) -> None:
-        assert control is not None
-        arrays, host = collector.checkpoint(control.keep_replay)
-        meta = {
-            "host": host,
-            "eval_env": [eval_env.get_state() for eval_env in eval_envs],
-            "wall_time": logger.wall_time,
-        }
-        # A population keeps saving while one of its agents is still finite.
-        control.save(step, any(params_ok()), arrays, meta)
-
+    run = _PopulationRun.start(algo, algo_configs, seeds, envs, eval_envs, config, logger, control)
+    evaluations = run.first_evaluations()
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
-        while collector.steps < config.max_timesteps:
-            try:
-                collector.step()
-            except NonFiniteError as e:
-                # Name the loss that went first where there is one, else the action.
-                collector.learner, rows = pull_metrics(collector.learner)
-                check_finite(e.step, rows[0], True, last_saved())
-                raise NonFiniteError(e.step, e.what, last_saved()) from None
-            done = collector.steps
-            if done % config.log_freq == 0:
-                logger.advance_to(done)
-                collector.learner, rows = pull_metrics(collector.learner)
-                ok = params_ok()
-                for i in collector.non_finite_actions:
-                    ok[i] = False
-                watch.check(done, rows, ok, last_saved())
-                for row, episode_return in zip(rows, collector.last_episode_return, strict=True):
-                    row["episode_return"] = float(episode_return)
-                logger.log_train(done, rows)
-            if done % config.eval_freq == 0 or done == config.max_timesteps:
-                for kept, row in zip(evaluations, evaluate_all(done), strict=True):
-                    kept.append(row)
-            if control is None:
-                continue
-            received = signals.received if signals is not None else None
-            if done % control.every == 0 or done == config.max_timesteps or received:
-                save(done)
-            if received:
-                raise Interrupted(received, done, control.checkpointer.directory)
-            control.after_step(done)
+        while run.collector.steps < config.max_timesteps:
+            run.step()
+            run.log_and_evaluate(evaluations)
+            run.checkpoint(signals)
+    return run.finish(evaluations)
 
-    logger.advance_to(collector.steps)
-    for i, agent_logger in enumerate(logger.agents):
-        agent = population.index_agent(collector.learner.agent, axes.agent, i)
-        with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
-            f.write(flax.serialization.to_bytes(agent))
-    return TrainResult(collector.learner, evaluations, fns)
+
+@dataclasses.dataclass
+class _PopulationRun:
+    """The pieces of one `train_population` call and its steps: set-up (`start`, the
+    first evaluations), the body of every environment step (`step`, `log_and_evaluate`,
+    `checkpoint`) and the end (`finish`)."""
+
+    config: HostLoopConfig
+    eval_envs: Sequence[HostEnv]
+    logger: PopulationLogger
+    control: RunControl | None
+    fns: StepFunctions
+    collector: Collector
+    axes: Learner
+    finite: Callable[[Any], jax.Array]
+    watch: DivergenceWatch
+
+    @classmethod
+    def start(
+        cls,
+        algo: ModuleType,
+        algo_configs: Sequence[Any],
+        seeds: Sequence[int],
+        envs: Sequence[HostEnv],
+        eval_envs: Sequence[HostEnv],
+        config: HostLoopConfig,
+        logger: PopulationLogger,
+        control: RunControl | None,
+    ) -> _PopulationRun:
+        """Build the learners, their step functions and the collector."""
+        fns = make_step_functions(algo, config.batch_size)
+        obs_size, action_size = envs[0].obs_size, envs[0].action_size
+        learner = init_population(
+            algo, algo_configs, seeds, obs_size, action_size, config.capacity, config.batch_size
+        )
+        axes = learner_axes(learner)
+        discounts = [float(c.discount) for c in algo_configs]
+        collector = Collector(
+            envs, fns, learner, config.start_timesteps, seeds, config.n_step, discounts,
+            config.noise_color,
+        )  # fmt: skip
+        finite = jax.jit(population.over_agents(all_finite, (axes.agent,), 0, len(seeds)))
+        watch = DivergenceWatch(seeds, logger.message)
+        return cls(config, eval_envs, logger, control, fns, collector, axes, finite, watch)
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.eval_envs)
+
+    def last_saved(self) -> int | None:
+        return self.control.last_saved if self.control is not None else None
+
+    def params_ok(self) -> list[bool]:
+        return [bool(v) for v in jax.device_get(self.finite(self.collector.learner.agent))]
+
+    def agent(self, i: int) -> Any:
+        return population.index_agent(self.collector.learner.agent, self.axes.agent, i)
+
+    def evaluate_all(self, step: int) -> list[dict[str, float]]:
+        """Every agent's evaluation at `step` (NaN for one that diverged), logged."""
+        ok = self.params_ok()
+        returns = []
+        for i, eval_env in enumerate(self.eval_envs):
+            if self.num_agents > 1 and not ok[i]:
+                self.watch.mark(i, step)
+            if i in self.watch.diverged:
+                returns.append([float("nan")] * self.config.eval_episodes)
+                continue
+            episodes = self.config.eval_episodes
+            returns.append(evaluate(self.fns.act_deterministic, self.agent(i), eval_env, episodes))
+        return self.logger.log_evaluation(step, returns)
+
+    def first_evaluations(self) -> list[list[dict[str, float]]]:
+        """The evaluations so far: those of the checkpoint resumed from, else step 0's."""
+        if self.control is not None and self.control.resume:
+            return _resume(self.control, self.collector, self.eval_envs, self.logger)
+        return [[row] for row in self.evaluate_all(0)]
+
+    def step(self) -> None:
+        """Move every environment once and learn; a non-finite value names its source."""
+        try:
+            self.collector.step()
+        except NonFiniteError as e:
+            # Name the loss that went first where there is one, else the action.
+            self.collector.learner, rows = pull_metrics(self.collector.learner)
+            check_finite(e.step, rows[0], True, self.last_saved())
+            raise NonFiniteError(e.step, e.what, self.last_saved()) from None
+
+    def log_and_evaluate(self, evaluations: list[list[dict[str, float]]]) -> None:
+        """At logging points, the training metrics (and divergence checks); at evaluation
+        points and the end, an evaluation appended to `evaluations`."""
+        done, config = self.collector.steps, self.config
+        if done % config.log_freq == 0:
+            self.logger.advance_to(done)
+            self.collector.learner, rows = pull_metrics(self.collector.learner)
+            ok = self.params_ok()
+            for i in self.collector.non_finite_actions:
+                ok[i] = False
+            self.watch.check(done, rows, ok, self.last_saved())
+            for row, episode_return in zip(rows, self.collector.last_episode_return, strict=True):
+                row["episode_return"] = float(episode_return)
+            self.logger.log_train(done, rows)
+        if done % config.eval_freq == 0 or done == config.max_timesteps:
+            for kept, row in zip(evaluations, self.evaluate_all(done), strict=True):
+                kept.append(row)
+
+    def checkpoint(self, signals: StopSignals | None) -> None:
+        """Save at checkpoint points, at the end and on a signal (then stop)."""
+        control, done = self.control, self.collector.steps
+        if control is None:
+            return
+        received = signals.received if signals is not None else None
+        if done % control.every == 0 or done == self.config.max_timesteps or received:
+            arrays, host = self.collector.checkpoint(control.keep_replay)
+            meta = {
+                "host": host,
+                "eval_env": [eval_env.get_state() for eval_env in self.eval_envs],
+                "wall_time": self.logger.wall_time,
+            }
+            # A population keeps saving while one of its agents is still finite.
+            control.save(done, any(self.params_ok()), arrays, meta)
+        if received:
+            raise Interrupted(received, done, control.checkpointer.directory)
+        control.after_step(done)
+
+    def finish(self, evaluations: list[list[dict[str, float]]]) -> TrainResult:
+        """Write each agent's final parameters (agent.msgpack) beside its logs."""
+        self.logger.advance_to(self.collector.steps)
+        for i, agent_logger in enumerate(self.logger.agents):
+            with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
+                f.write(flax.serialization.to_bytes(self.agent(i)))
+        return TrainResult(self.collector.learner, evaluations, self.fns)
 
 
 def _resume(

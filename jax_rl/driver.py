@@ -1,0 +1,363 @@
+"""The run driver every entry point shares: flags -> settings -> training -> summaries.
+
+An entry point (`main_dm_control.py`, `main_brax.py`, `main_gym.py`) is a
+parser of its backend's flags plus a `Backend`: the backend names its task,
+turns its flags into loop settings and, once every setting is checked, opens
+its environments as a `Trainer`. `main` does the rest, in this order:
+
+1. parse the flags; resolve the settings (learner defaults -> preset -> the
+   user's flags, `jax_rl.presets`) and check them all (exit 2 on a bad one);
+2. print the start-up line at once (compilation follows, which takes a while);
+3. open the environments, check the replay fits, check any checkpoint;
+4. train (the backend's loop), then write summary.json (and ranking.md for a
+   population) and print the final line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol, cast
+
+from jax_rl import cli, presets
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a backend's training hands back to the driver."""
+
+    evaluations: list[list[dict[str, float]]]  # per agent, one row per evaluation
+    per_agent: list[dict[str, Any]]  # extra fields of each agent's summary.json
+    overall: dict[str, Any]  # extra fields of a population's summary.json
+    note: str = ""  # appended to the final line, e.g. the uniform random policy's return
+
+
+class Trainer(Protocol):
+    """A backend's environments, opened for one run."""
+
+    obs_size: int
+    action_size: int
+
+    def describe(self, loop_config: Any) -> str:
+        """How it trains, for the start-up line ("16 envs x 16 updates ...")."""
+        ...
+
+    def config_fields(self) -> dict[str, Any]:
+        """Extra fields of config.json (the device, ...)."""
+        ...
+
+    def train(
+        self,
+        algo: ModuleType,
+        configs: Sequence[Any],
+        seeds: Sequence[int],
+        loop_config: Any,
+        logger: Any,
+        control: Any,
+    ) -> Outcome: ...
+
+
+class Backend(Protocol):
+    """One environment backend, as its entry point hands it to `main`."""
+
+    kind: str  # "dm_control", "brax", "gymnasium": preset keys and config.json
+    run_prefix: str  # prefix of the default run name ("" or "brax-")
+
+    @property
+    def loop_config_class(self) -> type:
+        """The loop's config dataclass (HostLoopConfig, DeviceLoopConfig)."""
+        ...
+
+    def task(self, args: argparse.Namespace) -> str:
+        """The task's name in presets and run names ("cartpole-swingup")."""
+        ...
+
+    def env_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The environment's settings, stored in config.json and checkpoints."""
+        ...
+
+    def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The backend's own loop settings from its flags."""
+        ...
+
+    def check(self, args: argparse.Namespace) -> None:
+        """Raise UnknownEnvironmentError (a one-line message listing the valid names) for an
+        environment that does not exist or that the learners cannot drive."""
+        ...
+
+    def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Trainer:
+        """The environments of agents with these seeds (`check` has passed)."""
+        ...
+
+
+def make_parser(description: str) -> argparse.ArgumentParser:
+    """The entry points' parser: --help shows defaults; a parse error is one line, exit 2."""
+    return OneLineErrorParser(
+        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        cli.fail(f"{message} (see --help)")
+
+
+def add_common_flags(parser: argparse.ArgumentParser, loop_defaults: Any) -> None:
+    """--preset, --num_seeds, the run flags and the learner flags."""
+    parser.add_argument(
+        "--preset",
+        default=presets.AUTO,
+        help="settings over the learner's defaults: auto (the task's entry in "
+        "jax_rl/presets/<policy>.toml, if any), paper (the published defaults only), "
+        "or a preset's name; flags you give always win",
+    )
+    cli.add_population_flag(parser)
+    cli.add_run_flags(parser, loop_defaults)
+    cli.add_policy_flags(parser)
+
+
+def explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
+    """The destinations of the flags given on the command line (not left at defaults)."""
+    saved = [(action, action.default) for action in parser._actions]
+    try:
+        for action, _ in saved:
+            action.default = argparse.SUPPRESS
+        given = parser.parse_args(argv)
+    finally:
+        for action, default in saved:
+            action.default = default
+    return set(vars(given))
+
+
+# Flags a preset may not set: they choose what runs, not how it learns.
+NOT_IN_PRESETS = frozenset(
+    {"policy", "preset", "seed", "num_seeds", "save_dir", "resume", "no_progress", "help"}
+)
+
+
+def apply_preset(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    preset: presets.Preset,
+    given: set[str],
+) -> dict[str, Any]:
+    """Set `preset`'s values on `args` where the user gave no flag; returns those applied.
+    A key that is no flag of this entry point, or a value the flag refuses, exits 2."""
+    actions = {a.dest: a for a in parser._actions}
+    applied: dict[str, Any] = {}
+    parsed_values: dict[str, Any] = {}
+    where = f"preset {preset.name} ({preset.file})"
+    for key, value in preset.settings.items():
+        action = actions.get(key)
+        if action is None or key in NOT_IN_PRESETS or action.nargs == 0:
+            cli.fail(f"{where}: {key!r} is not a setting of this entry point")
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        try:
+            parse = cast(Callable[[str], Any], action.type or str)
+            parsed = parse(text)
+        except (argparse.ArgumentTypeError, ValueError) as e:
+            cli.fail(f"{where}: bad value for {key}: {e}")
+        if action.choices is not None and parsed not in action.choices:
+            cli.fail(f"{where}: {key} must be one of {', '.join(map(str, action.choices))}")
+        parsed_values[key] = parsed
+        if key not in given:
+            setattr(args, key, parsed)
+            applied[key] = value
+    # The values on their own, as the learner's Config takes them: a setting of another
+    # learner or a value out of range is the preset's fault, and the message says so.
+    alone = parser.parse_args(["--policy", args.policy])
+    for key, parsed in parsed_values.items():
+        setattr(alone, key, parsed)
+    cli.build_algo_config(alone, context=f"{where}: ")
+    return applied
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Every checked setting of a run, before any environment is opened."""
+
+    args: argparse.Namespace
+    algo: ModuleType
+    algo_config: Any
+    sweep: dict[str, list[float]]
+    loop_config: Any
+    agents: list[Any]
+    preset: presets.Preset | None
+    preset_applied: dict[str, Any]
+    task: str
+
+    def preset_record(self) -> dict[str, Any] | None:
+        """The preset as config.json records it."""
+        if self.preset is None:
+            return None
+        return {
+            "name": self.preset.name,
+            "file": self.preset.file,
+            "applied": self.preset_applied,
+            "overridden_by_flags": sorted(set(self.preset.settings) - set(self.preset_applied)),
+        }
+
+    def resolution(self) -> str:
+        """The settings' origin, for the start-up line."""
+        policy = self.args.policy
+        if self.preset is None:
+            how = "paper" if self.args.preset == presets.PAPER else "none for this task"
+            return f"{policy} defaults (preset: {how})"
+        applied = ", ".join(f"{k}={v}" for k, v in self.preset_applied.items()) or "nothing"
+        text = f"{policy} defaults -> preset {self.preset.name} ({applied})"
+        overridden = self.preset_record()["overridden_by_flags"]  # type: ignore[index]
+        if overridden:
+            text += f" -> your flags ({', '.join(f'--{k}' for k in overridden)})"
+        return text
+
+
+def resolve_settings(
+    parser: argparse.ArgumentParser, backend: Backend, argv: Sequence[str] | None
+) -> Settings:
+    """Parse and check every setting (exit 2 with one line on the first bad one)."""
+    args = parser.parse_args(argv)
+    from jax_rl.envs import UnknownEnvironmentError
+
+    try:
+        backend.check(args)
+    except UnknownEnvironmentError as e:
+        cli.fail(str(e))
+    task = backend.task(args)
+    try:
+        preset = presets.resolve(args.policy, backend.kind, task, args.preset)
+    except presets.PresetError as e:
+        cli.fail(str(e))
+    applied = {}
+    if preset is not None:
+        applied = apply_preset(parser, args, preset, explicit_flags(parser, argv))
+    cli.check_save_dir(args)
+    algo, algo_config, sweep = cli.build_algo_config(args)
+    loop_config = cli.build_loop_config(
+        backend.loop_config_class, args, **backend.loop_fields(args)
+    )
+    agents = cli.population_of(args, sweep)
+    return Settings(args, algo, algo_config, sweep, loop_config, agents, preset, applied, task)
+
+
+def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Backend) -> int:
+    """Run an entry point: see the module docstring."""
+    from jax_rl import quiet
+
+    quiet.install()
+    s = resolve_settings(parser, backend, argv)
+    args, agents = s.args, s.agents
+    name = f"{backend.run_prefix}{args.policy}-{s.task}"
+    name += f"-{len(agents)}agents" if len(agents) > 1 else ""
+    name += f"-seed{args.seed}"
+    trainer, save_dir, control = prepare(s, backend, name)
+    print(
+        f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
+        f"settings: {s.resolution()}. Loading and compiling (a minute or two on a CPU)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    return train(s, backend, trainer, save_dir, control)
+
+
+def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, Any]:
+    """Open the environments; check the replay fits and any checkpoint (exit 2 if not)."""
+    # Imported late: JAX and the simulators take seconds to load, --help should not.
+    from jax_rl.replay import ReplaySpec, ReplayTooLargeError, check_fits
+
+    args, num_agents = s.args, len(s.agents)
+    trainer = backend.open(args, s.loop_config, [a.seed for a in s.agents])
+    try:
+        # Every agent has a buffer of its own.
+        rows = s.loop_config.capacity * num_agents
+        check_fits(ReplaySpec(rows, trainer.obs_size, trainer.action_size))
+    except ReplayTooLargeError as e:
+        cli.fail(f"{num_agents} agents: {e}" if num_agents > 1 else str(e))
+    save_dir = cli.save_dir_of(args, name)
+    identity = cli.run_identity(
+        args,
+        s.loop_config,
+        s.algo_config,
+        **backend.env_fields(args),
+        num_seeds=args.num_seeds,
+        sweep=s.sweep,
+    )
+    return trainer, save_dir, cli.run_control(args, save_dir, identity)
+
+
+def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, control: Any) -> int:
+    """Write the configs, train, write the summaries; the exit code."""
+    from jax_rl.logger import PopulationLogger
+
+    args, agents, loop_config = s.args, s.agents, s.loop_config
+    total = loop_config.total_steps
+    logger = PopulationLogger.create(
+        save_dir,
+        cli.agent_dirs(save_dir, agents, args.policy),
+        total,
+        progress=not args.no_progress,
+    )
+    configs = cli.agent_configs(s.algo_config, agents)
+    run_config = {
+        "policy": args.policy,
+        "env_backend": backend.kind,
+        **backend.env_fields(args),
+        **trainer.config_fields(),
+        "preset": s.preset_record(),
+        "loop": dataclasses.asdict(loop_config),
+        "algo": dataclasses.asdict(s.algo_config),
+    }
+    cli.write_configs(logger, run_config, agents, configs, s.sweep, args.policy)
+    logger.message(f"training {trainer.describe(loop_config)}; writing to {save_dir}")
+    seeds = [a.seed for a in agents]
+    try:
+        outcome = cli.guarded(
+            lambda: trainer.train(s.algo, configs, seeds, loop_config, logger, control)
+        )
+    finally:
+        logger.close()
+    return _report(
+        save_dir, logger, agents, args.policy, f"{backend.kind} {s.task}", total, outcome
+    )
+
+
+def _report(
+    save_dir: Path,
+    logger: Any,
+    agents: Sequence[Any],
+    policy: str,
+    task: str,
+    total: int,
+    outcome: Outcome,
+) -> int:
+    """Write the summaries and print the final line(s)."""
+    finals = [rows[-1] for rows in outcome.evaluations]
+    common = {"env_steps": total, "wall_time": logger.wall_time}
+    table = cli.write_summaries(
+        save_dir,
+        logger,
+        agents,
+        policy,
+        f"{policy} on {task}: final eval return at {total:,} environment steps",
+        finals,
+        [{**common, **extra} for extra in outcome.per_agent],
+        {"env_steps_per_agent": total, "wall_time": logger.wall_time, **outcome.overall},
+    )
+    note = f" ({outcome.note})" if outcome.note else ""
+    if table is None:
+        final = finals[0]
+        print(
+            f"final eval return {final['return_mean']:.1f} +- {final['return_std']:.1f} "
+            f"at {total:,} environment steps{note} ({logger.wall_time:.0f} s); logs in {save_dir}"
+        )
+        return 0
+    print(table, end="")
+    print(
+        f"{len(agents)} agents, {total:,} environment steps each, in {logger.wall_time:.0f} s"
+        f"{note}; logs in {save_dir}, curves: python -m jax_rl.plot {save_dir} "
+        f"--out {save_dir / 'curves.png'}"
+    )
+    return 0

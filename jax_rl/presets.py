@@ -1,0 +1,105 @@
+"""Presets: per-task settings that do better than a learner's published defaults.
+
+One TOML file per learner, `jax_rl/presets/<policy>.toml`. Each table is one
+preset: its keys are flag names (`n_step`, `epsilon_std`, `hidden_sizes`, ...)
+with values as the flag would take them, plus `evidence`, the results folder
+(and figures) that measured it. Tables are named
+
+    [task."dm_control/cartpole-swingup"]   one task of one backend
+    [task."dm_control/*"]                  every task of a backend without its own entry
+    [named.NAME]                           chosen by name only (--preset NAME)
+
+Settings resolve in this order (later wins): the learner's `Config` defaults
+(the published algorithm), then the preset, then the flags the user gave.
+`--preset auto` (the default) takes the task's entry, else its backend's `*`
+entry, else none; `--preset paper` takes none; `--preset NAME` takes
+`named.NAME` or a task entry by its full name. Checking a preset's keys and
+values against the entry point's flags is `driver`'s job, at start-up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+PRESET_DIR = Path(__file__).resolve().parent / "presets"
+AUTO = "auto"
+PAPER = "paper"
+
+
+class PresetError(ValueError):
+    """A preset that does not exist or cannot be read; the message says which and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """One resolved preset: where it came from and the settings it gives."""
+
+    name: str  # "dm_control/cartpole-swingup", "dm_control/*" or a named one
+    path: Path
+    evidence: str
+    settings: dict[str, Any]
+
+    @property
+    def file(self) -> str:
+        """The preset file's path relative to the project (for messages and config.json)."""
+        return f"jax_rl/presets/{self.path.name}"
+
+
+def preset_file(policy: str) -> Path:
+    return PRESET_DIR / f"{policy.lower()}.toml"
+
+
+def load_file(policy: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """The learner's preset file as {"task": {...}, "named": {...}} ({} if it has none)."""
+    path = preset_file(policy)
+    if not path.exists():
+        return {"task": {}, "named": {}}
+    try:
+        tables = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise PresetError(f"{path.name}: not valid TOML ({e})") from None
+    unknown = set(tables) - {"task", "named"}
+    if unknown:
+        raise PresetError(
+            f"{path.name}: unknown table(s) {', '.join(sorted(unknown))}; "
+            'presets live under [task."BACKEND/TASK"] or [named.NAME]'
+        )
+    return {"task": tables.get("task", {}), "named": tables.get("named", {})}
+
+
+def _preset(policy: str, name: str, table: dict[str, Any]) -> Preset:
+    settings = dict(table)
+    evidence = settings.pop("evidence", None)
+    if not isinstance(evidence, str) or not evidence:
+        raise PresetError(
+            f"preset {name!r} in {preset_file(policy).name} names no evidence (the results "
+            "folder that measured it)"
+        )
+    return Preset(name, preset_file(policy), evidence, settings)
+
+
+def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset | None:
+    """The preset `choice` selects for `policy` on `backend`/`task`, or None."""
+    if choice == PAPER:
+        return None
+    tables = load_file(policy)
+    if choice == AUTO:
+        for name in (f"{backend}/{task}", f"{backend}/*"):
+            if name in tables["task"]:
+                return _preset(policy, name, tables["task"][name])
+        return None
+    for kind in ("named", "task"):
+        if choice in tables[kind]:
+            return _preset(policy, choice, tables[kind][choice])
+    known = [AUTO, PAPER, *sorted(tables["named"]), *sorted(tables["task"])]
+    raise PresetError(f"unknown preset {choice!r} for {policy}; choose from {', '.join(known)}")
+
+
+def all_presets(policy: str) -> list[Preset]:
+    """Every preset in the learner's file (for checking them all)."""
+    tables = load_file(policy)
+    return [_preset(policy, name, table) for kind in ("task", "named")
+            for name, table in tables[kind].items()]  # fmt: skip

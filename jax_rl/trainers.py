@@ -1,0 +1,129 @@
+"""The two loops as the run driver's `Trainer`s, whatever backend feeds them.
+
+`HostTrainer` drives `loops.host` over any `HostEnv` (dm_control, Gymnasium):
+agent i gets a training and an evaluation environment built from its seed.
+`DeviceTrainer` drives `loops.device` over a batched device environment
+(Brax, MuJoCo Playground).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from jax_rl.driver import Outcome
+from jax_rl.envs import HostEnv
+
+# An agent's evaluation environment is seeded apart from its training one.
+EVAL_SEED_OFFSET = 10_000
+
+
+@dataclasses.dataclass
+class HostTrainer:
+    envs: list[HostEnv]
+    eval_envs: list[HostEnv]
+
+    @classmethod
+    def for_seeds(cls, make_env: Callable[[int], HostEnv], seeds: Sequence[int]) -> HostTrainer:
+        """Agent i's environments seeded as a run of its own with `seeds[i]` seeds them."""
+        return cls(
+            [make_env(seed) for seed in seeds],
+            [make_env(seed + EVAL_SEED_OFFSET) for seed in seeds],
+        )
+
+    @property
+    def obs_size(self) -> int:
+        return self.envs[0].obs_size
+
+    @property
+    def action_size(self) -> int:
+        return self.envs[0].action_size
+
+    def describe(self, loop_config: Any) -> str:
+        return f"{loop_config.total_steps:,} environment steps each, on the host loop"
+
+    def config_fields(self) -> dict[str, Any]:
+        return {}
+
+    def train(
+        self,
+        algo: ModuleType,
+        configs: Sequence[Any],
+        seeds: Sequence[int],
+        loop_config: Any,
+        logger: Any,
+        control: Any,
+    ) -> Outcome:
+        from jax_rl.loops import host
+
+        result = host.train_population(
+            algo, configs, seeds, self.envs, self.eval_envs, loop_config, logger, control
+        )
+        return Outcome(result.evaluations, [{} for _ in seeds], {})
+
+
+@dataclasses.dataclass
+class DeviceTrainer:
+    env: Any  # a batched device environment (envs.brax.BraxEnv's interface)
+
+    @property
+    def obs_size(self) -> int:
+        return self.env.obs_size
+
+    @property
+    def action_size(self) -> int:
+        return self.env.action_size
+
+    def describe(self, loop_config: Any) -> str:
+        import jax
+
+        ratio = loop_config.updates_per_step * loop_config.batch_size / loop_config.num_envs
+        return (
+            f"on {jax.devices()[0].platform}: {loop_config.total_steps:,} environment steps "
+            f"each, {loop_config.num_envs} envs x {loop_config.updates_per_step} updates per "
+            f"iteration (replay ratio {ratio:g})"
+        )
+
+    def config_fields(self) -> dict[str, Any]:
+        import jax
+
+        return {"device": str(jax.devices()[0]), "num_devices": len(jax.local_devices())}
+
+    def train(
+        self,
+        algo: ModuleType,
+        configs: Sequence[Any],
+        seeds: Sequence[int],
+        loop_config: Any,
+        logger: Any,
+        control: Any,
+    ) -> Outcome:
+        import jax
+        import jax.numpy as jnp
+
+        from jax_rl.loops import device
+
+        result = device.train_population(
+            algo, configs, seeds, self.env, loop_config, logger, control
+        )
+        # The same evaluation with uniform random actions: the floor each return is read against.
+        keys = jnp.stack([jax.random.key(seed + 1) for seed in seeds])
+        random_returns = jax.device_get(
+            result.pipeline.evaluate(result.carry.agent, keys, jnp.bool_(True))
+        )
+        per_agent = [
+            {
+                "uniform_random_return_mean": float(random_returns[i].mean()),
+                "updates": int(result.carry.updates),
+            }
+            for i in range(len(seeds))
+        ]
+        mean = float(random_returns.mean())
+        return Outcome(
+            result.evaluations,
+            per_agent,
+            {"uniform_random_return_mean": mean},
+            note=f"uniform random policy: {mean:.1f}",
+        )

@@ -1,0 +1,176 @@
+"""Presets: resolution order, the shipped files, and refusals of bad ones at start-up."""
+
+import dataclasses
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from jax_rl import cli, driver, presets
+from jax_rl.main_dm_control import DMControlBackend
+from jax_rl.main_dm_control import build_parser as dm_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+# The entry point whose flags a backend's presets must be settings of.
+ENTRY_POINTS = {
+    "dm_control": ("jax_rl.main_dm_control", "DMControlBackend"),
+    "brax": ("jax_rl.main_brax", "BraxBackend"),
+}
+
+
+@pytest.fixture
+def preset_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(presets, "PRESET_DIR", tmp_path)
+    return tmp_path
+
+
+def write(folder, policy, text):
+    (folder / f"{policy.lower()}.toml").write_text(text)
+
+
+TABLES = """
+[task."dm_control/cartpole-swingup"]
+evidence = "docs/results/a"
+n_step = 3
+
+[task."dm_control/*"]
+evidence = "docs/results/b"
+n_step = 5
+
+[named.wide]
+evidence = "docs/results/c"
+hidden_sizes = [512, 512]
+"""
+
+
+def test_auto_takes_the_task_entry_then_the_backend_wildcard_then_none(preset_dir):
+    write(preset_dir, "SAC", TABLES)
+    assert presets.resolve("SAC", "dm_control", "cartpole-swingup").settings == {"n_step": 3}
+    wildcard = presets.resolve("SAC", "dm_control", "walker-walk")
+    assert (wildcard.name, wildcard.settings, wildcard.evidence) == (
+        "dm_control/*", {"n_step": 5}, "docs/results/b"
+    )  # fmt: skip
+    assert presets.resolve("SAC", "brax", "halfcheetah") is None
+    assert presets.resolve("TD3", "dm_control", "walker-walk") is None  # no file: no preset
+
+
+def test_paper_takes_none_and_a_name_takes_its_table(preset_dir):
+    write(preset_dir, "SAC", TABLES)
+    assert presets.resolve("SAC", "dm_control", "cartpole-swingup", presets.PAPER) is None
+    wide = presets.resolve("SAC", "dm_control", "cartpole-swingup", "wide")
+    assert wide.settings == {"hidden_sizes": [512, 512]}
+    # A task entry can be chosen by its full name for another task.
+    other = presets.resolve("SAC", "dm_control", "walker-walk", "dm_control/cartpole-swingup")
+    assert other.settings == {"n_step": 3}
+
+
+def test_unknown_name_lists_the_choices(preset_dir):
+    write(preset_dir, "SAC", TABLES)
+    choices = "auto, paper, wide, dm_control/\\*, dm_control/cartpole-swingup"
+    with pytest.raises(
+        presets.PresetError, match=f"unknown preset 'bogus' for SAC; choose from {choices}"
+    ):
+        presets.resolve("SAC", "dm_control", "cartpole-swingup", "bogus")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[task."dm_control/*"]\nn_step = 5\n', "names no evidence"),
+        ("[tasks.x]\nevidence = 'a'\n", "unknown table\\(s\\) tasks"),
+        ("[task\n", "not valid TOML"),
+    ],
+)
+def test_malformed_files_are_refused(preset_dir, text, message):
+    write(preset_dir, "MPO", text)
+    with pytest.raises(presets.PresetError, match=message):
+        presets.resolve("MPO", "dm_control", "cartpole-swingup")
+
+
+def shipped():
+    return [(policy, p) for policy in ("TD3", "SAC", "MPO") for p in presets.all_presets(policy)]
+
+
+@pytest.mark.parametrize("policy, preset", shipped(), ids=lambda x: getattr(x, "name", x))
+def test_every_shipped_preset_is_a_valid_setting_of_its_entry_point(policy, preset):
+    backend = preset.name.split("/")[0] if "/" in preset.name else "dm_control"
+    module, backend_class = ENTRY_POINTS[backend]
+    entry = importlib.import_module(module)
+    parser = entry.build_parser()
+    argv = ["--policy", policy]
+    args = parser.parse_args(argv)
+    applied = driver.apply_preset(parser, args, preset, driver.explicit_flags(parser, argv))
+    assert applied == preset.settings
+    folder = re.match(r"docs/results/[\w.-]+", preset.evidence)  # the evidence is committed
+    assert folder and (ROOT / folder.group()).is_dir(), preset.evidence
+    _, config, _ = cli.build_algo_config(args)  # every value is one the learner takes
+    backend = getattr(entry, backend_class)()
+    loop = cli.build_loop_config(backend.loop_config_class, args, **backend.loop_fields(args))
+    fields = {**dataclasses.asdict(config), **dataclasses.asdict(loop)}
+    for key, value in preset.settings.items():
+        if key in fields:
+            expected = tuple(value) if isinstance(value, list) else value
+            assert fields[key] == expected, key
+
+
+def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_has_none():
+    mpo = presets.resolve("MPO", "dm_control", "walker-walk")
+    assert mpo.name == "dm_control/*" and mpo.settings["n_step"] == 5
+    td3 = presets.resolve("TD3", "dm_control", "cartpole-swingup")
+    assert td3.settings == {"exploration_decay": 30000, "initial_exploration_noise": 0.5}
+    assert presets.resolve("TD3", "dm_control", "walker-walk") is None
+    assert presets.resolve("SAC", "dm_control", "cartpole-swingup") is None
+
+
+def settings_of(argv):
+    return driver.resolve_settings(dm_parser(), DMControlBackend(), argv)
+
+
+def test_the_users_flags_win_over_the_preset_and_the_record_says_so(tmp_path):
+    base = ["--policy", "MPO", "--save_dir", str(tmp_path / "run")]
+    s = settings_of([*base, "--n_step", "2"])
+    assert s.loop_config.n_step == 2  # the user's flag
+    assert s.algo_config.target_update_period == 100  # the preset
+    assert s.algo_config.input_layer == "layernorm"
+    record = s.preset_record()
+    assert record["name"] == "dm_control/*" and record["overridden_by_flags"] == ["n_step"]
+    assert "n_step" not in record["applied"] and record["applied"]["epsilon_std"] == 1e-5
+    assert s.resolution() == (
+        "MPO defaults -> preset dm_control/* (target_update_period=100, input_layer=layernorm, "
+        "epsilon_std=1e-05) -> your flags (--n_step)"
+    )
+    paper = settings_of([*base, "--preset", "paper"])
+    assert paper.preset is None and paper.loop_config.n_step == 1
+    assert paper.resolution() == "MPO defaults (preset: paper)"
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"not_a_flag": 1}, "'not_a_flag' is not a setting of this entry point"),
+        ({"seed": 3}, "'seed' is not a setting of this entry point"),
+        ({"n_step": "five"}, "bad value for n_step"),
+        ({"actor_lr": "inf"}, "bad value for actor_lr"),
+        ({"input_layer": "batchnorm"}, "MPO input_layer must be one of"),
+        ({"epsilon_std": -1.0}, "epsilon_std"),
+        ({"exploration_decay": 100}, "--exploration_decay does not apply to --policy MPO"),
+    ],
+)
+def test_a_preset_with_an_unknown_flag_or_bad_value_exits_2(settings, message, capsys):
+    parser = dm_parser()
+    args = parser.parse_args(["--policy", "MPO"])
+    preset = presets.Preset("dm_control/*", presets.preset_file("MPO"), "docs", settings)
+    with pytest.raises(SystemExit) as exit_info:
+        driver.apply_preset(parser, args, preset, set())
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: preset dm_control/* (jax_rl/presets/mpo.toml): ")
+    assert message in err and err.count("\n") == 1
+
+
+def test_explicit_flags_are_the_ones_on_the_command_line():
+    parser = dm_parser()
+    given = driver.explicit_flags(parser, ["--policy", "SAC", "--tau=0.01", "--no_progress"])
+    assert given == {"policy", "tau", "no_progress"}
+    assert parser.parse_args([]).no_progress is False  # the defaults are back afterwards
