@@ -1,0 +1,306 @@
+"""The standard DM Control results table, resumable across sittings.
+
+    python -m jax_rl.results                      # 6 tasks x TD3, SAC, MPO x 3 seeds, 100k steps
+    python -m jax_rl.results --tasks cartpole-swingup,walker-walk --learners SAC
+    python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
+
+Each (task, learner) cell is one run of `main_dm_control.py` with its presets
+(`--preset auto`): a vmapped population of `--seeds` agents, seeds 0..n-1,
+checkpointed every `--checkpoint_every` steps into `--runs_dir`. A cell whose
+results are already under `--out` is skipped; a cell with a checkpoint in
+`--runs_dir` continues from it (`--resume`); so the same command, run again,
+picks up where the last sitting stopped. Each finished run's CSVs, configs and
+summaries are copied to `--out/<task>/<learner>/`; the table goes to
+`<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
+figure and its source) and the figure, a panel per task, to `<out>.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jax_rl import plot
+
+ROOT = Path(__file__).resolve().parent.parent
+ENTRY_POINT = Path(__file__).resolve().parent / "main_dm_control.py"
+STANDARD_TASKS = (
+    "cartpole-swingup",
+    "walker-walk",
+    "cheetah-run",
+    "reacher-easy",
+    "finger-spin",
+    "ball_in_cup-catch",
+)
+LEARNERS = ("TD3", "SAC", "MPO")
+COPIED = ("*.csv", "*.json", "*.md")  # what of a run lands in the repository (no checkpoints)
+
+# Published state-based SAC at 100k environment steps (mean, spread as published), from
+# CURL (Srinivas, Laskin & Abbeel, ICML 2020), Table 1, column "State SAC", 100K step
+# scores: SAC on proprioceptive states, 10 seeds. That table's pixel methods use action
+# repeat and count environment steps; its State SAC row is the same definition as ours.
+REFERENCE_SOURCE = "CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps"
+REFERENCE_SAC_100K = {
+    "cartpole-swingup": (835.0, 22.0),
+    "walker-walk": (891.0, 82.0),
+    "cheetah-run": (616.0, 18.0),
+    "reacher-easy": (746.0, 25.0),
+    "finger-spin": (811.0, 46.0),
+    "ball_in_cup-catch": (746.0, 91.0),
+}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--tasks", default=",".join(STANDARD_TASKS), help="domain-task names")
+    parser.add_argument("--learners", default=",".join(LEARNERS), help="policies")
+    parser.add_argument("--seeds", type=int, default=3, help="agents per run (seeds 0..n-1)")
+    parser.add_argument("--steps", type=int, default=100_000, help="environment steps per agent")
+    parser.add_argument(
+        "--runs_dir",
+        type=Path,
+        default=Path("runs/results"),
+        help="where runs train and checkpoint (keep it outside the repository for long runs)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default docs/results/dmc<steps/1000>k); the table and "
+        "figure go beside it as <out>.md and <out>.png",
+    )
+    parser.add_argument("--checkpoint_every", type=int, default=5_000, help="steps")
+    parser.add_argument(
+        "--table_only", action="store_true", help="train nothing; rebuild the table and figure"
+    )
+    parser.add_argument(
+        "--flags",
+        default="",
+        help='more flags for every run, e.g. "--eval_episodes 5" (they win over presets)',
+    )
+    args = parser.parse_args(argv)
+    args.tasks = [t for t in args.tasks.split(",") if t]
+    args.learners = [p for p in args.learners.split(",") if p]
+    for task in args.tasks:
+        if "-" not in task:
+            parser.error(f"task {task!r}: expected domain-task, e.g. cartpole-swingup")
+    for learner in args.learners:
+        if learner not in LEARNERS:
+            parser.error(f"learner {learner!r}: choose from {', '.join(LEARNERS)}")
+    if args.seeds < 1 or args.steps < 1:
+        parser.error("--seeds and --steps must be positive")
+    if args.out is None:
+        args.out = ROOT / "docs" / "results" / f"dmc{args.steps // 1000}k"
+    return args
+
+
+def run_flags(task: str, learner: str, seeds: int, steps: int, checkpoint_every: int) -> list[str]:
+    """The entry point's flags for one cell (the same when it resumes)."""
+    domain, task_name = task.split("-", 1)
+    return [
+        "--policy", learner, "--domain_name", domain, "--task_name", task_name,
+        "--num_seeds", str(seeds), "--seed", "0", "--max_timesteps", str(steps),
+        "--checkpoint_every", str(checkpoint_every), "--no_progress",
+    ]  # fmt: skip
+
+
+def finished(result_dir: Path, seeds: int, steps: int) -> bool:
+    """Whether `result_dir` holds a finished run of `seeds` agents and `steps` steps."""
+    summary = result_dir / "summary.json"
+    if not summary.exists():
+        return False
+    data = json.loads(summary.read_text())
+    agents = len(data.get("agents", [None]))
+    return agents == seeds and data.get("env_steps_per_agent", data.get("env_steps")) == steps
+
+
+def train_cell(args: argparse.Namespace, task: str, learner: str, label: str) -> bool:
+    """Train (or continue) one cell; copy its results into the repository. False on failure."""
+    run_dir = args.runs_dir / f"{learner}-{task}"
+    flags = run_flags(task, learner, args.seeds, args.steps, args.checkpoint_every)
+    flags += shlex.split(args.flags)
+    checkpoints = run_dir / "checkpoints"
+    if checkpoints.is_dir() and any(checkpoints.iterdir()):
+        flags += ["--resume", str(run_dir)]
+        how = "continuing from its checkpoint"
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)  # a start that never checkpointed
+        flags += ["--save_dir", str(run_dir)]
+        how = "starting"
+    args.runs_dir.mkdir(parents=True, exist_ok=True)
+    log = args.runs_dir / f"{learner}-{task}.log"
+    print(f"{label} {learner} on {task}: {how} (log: {log})", flush=True)
+    start = time.perf_counter()
+    with log.open("a") as out:
+        code = subprocess.call(
+            [sys.executable, str(ENTRY_POINT), *flags], stdout=out, stderr=subprocess.STDOUT
+        )
+    if code != 0:
+        print(f"{label} {learner} on {task}: exit code {code}; see {log}", flush=True)
+        return False
+    copy_results(run_dir, args.out / task / learner)
+    finals = final_returns(args.out / task / learner)
+    print(
+        f"{label} {learner} on {task}: done in {time.perf_counter() - start:.0f} s, final "
+        f"returns {' / '.join(f'{r:.0f}' for r in finals)}",
+        flush=True,
+    )
+    return True
+
+
+def copy_results(run_dir: Path, dest: Path) -> None:
+    """The run's CSVs, configs, summaries and ranking (no checkpoints, no parameters)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    for pattern in COPIED:
+        for path in run_dir.rglob(pattern):
+            if "checkpoints" in path.relative_to(run_dir).parts:
+                continue
+            target = dest / path.relative_to(run_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+
+
+def final_returns(result_dir: Path) -> list[float]:
+    """Each agent's final eval return (the last row of its evaluations.csv)."""
+    return [float(plot.read_curve(p)[1][-1]) for p in sorted(result_dir.rglob("evaluations.csv"))]
+
+
+def wall_time(result_dir: Path) -> float | None:
+    summary = result_dir / "summary.json"
+    return json.loads(summary.read_text()).get("wall_time") if summary.exists() else None
+
+
+def cell_text(finals: list[float]) -> str:
+    if not finals:
+        return "not run yet"
+    mean = float(np.mean(finals))
+    if len(finals) == 1:
+        return f"{mean:.0f} (1 seed)"
+    half = float(plot.confidence_halfwidth(np.array(finals)[:, None])[0])
+    return f"{mean:.0f} ± {half:.0f}"
+
+
+def write_table(args: argparse.Namespace) -> Path:
+    """<out>.md: final return per task and learner, the reference beside it, the compute."""
+    steps_k = f"{args.steps // 1000}k"
+    lines = [
+        f"# DM Control Suite, state observations, {steps_k} environment steps",
+        "",
+        f"Regenerate: `make results` (`python -m jax_rl.results`; resumable). Each cell: final "
+        f"evaluation return (10 episodes of the deterministic policy) at {args.steps:,} "
+        "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
+        "trained as one vmapped population on the host loop, with each learner's presets "
+        "(`jax_rl/presets/`; the MPO entry `dm_control/*` was measured on cartpole-swingup "
+        "only, so the other five tasks are held out for it). CSVs per agent: "
+        f"[`{args.out.name}/`]({args.out.name}/).",
+        "",
+        f"| task | {' | '.join(LEARNERS)} | published SAC, {steps_k} |",
+        f"|---|{'---|' * len(LEARNERS)}---|",
+    ]
+    compute = []
+    for task in args.tasks:
+        cells = []
+        for learner in LEARNERS:
+            result_dir = args.out / task / learner
+            finals = final_returns(result_dir) if result_dir.is_dir() else []
+            cells.append(cell_text(finals))
+            seconds = wall_time(result_dir) if result_dir.is_dir() else None
+            if seconds is not None:
+                compute.append(f"{learner} {task} {seconds / 60:.0f} min")
+        reference = REFERENCE_SAC_100K.get(task) if args.steps == 100_000 else None
+        ref = f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-"
+        lines.append(f"| {task} | {' | '.join(cells)} | {ref} |")
+    lines += [
+        "",
+        f"Published figures: {REFERENCE_SOURCE} (mean ± standard deviation as published).",
+        "",
+        f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU): "
+        + ("; ".join(compute) if compute else "none yet")
+        + ".",
+        "",
+        f"![learning curves]({args.out.name}.png)",
+        "",
+    ]
+    path = args.out.with_suffix(".md")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+    return path
+
+
+def write_figure(args: argparse.Namespace) -> Path | None:
+    """<out>.png: one panel per task, each learner's mean with its 95% CI band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [t for t in args.tasks if (args.out / t).is_dir()]
+    if not tasks:
+        return None
+    cols = min(3, len(tasks))
+    rows = -(-len(tasks) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), dpi=110, squeeze=False)
+    for ax, task in zip(axes.flat, tasks, strict=False):
+        for learner in LEARNERS:
+            paths = sorted((args.out / task / learner).rglob("evaluations.csv"))
+            if not paths:
+                continue
+            curve = plot.summarise({learner: paths})[learner]
+            ax.plot(curve["steps"], curve["mean"], label=f"{learner} ({len(paths)})")
+            ax.fill_between(
+                curve["steps"], curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"],
+                alpha=0.2,
+            )  # fmt: skip
+        reference = REFERENCE_SAC_100K.get(task) if args.steps == 100_000 else None
+        if reference:
+            ax.axhline(reference[0], color="grey", linestyle="--", linewidth=1)
+        ax.set_title(task, fontsize=10)
+        ax.set_xlabel("environment steps")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(tasks) :]:
+        ax.axis("off")
+    fig.suptitle("DM Control, eval return (mean, 95% CI over seeds; dashed: published SAC)")
+    fig.tight_layout()
+    path = args.out.with_suffix(".png")
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    cells = [(t, p) for t in args.tasks for p in args.learners]
+    failed = []
+    if not args.table_only:
+        for i, (task, learner) in enumerate(cells, 1):
+            label = f"[{i}/{len(cells)}]"
+            if finished(args.out / task / learner, args.seeds, args.steps):
+                print(f"{label} {learner} on {task}: already in {args.out}; skipped")
+                continue
+            if not train_cell(args, task, learner, label):
+                failed.append(f"{learner} on {task}")
+            write_table(args)
+    table = write_table(args)
+    figure = write_figure(args)
+    print(f"wrote {table}" + (f" and {figure}" if figure else ""))
+    if failed:
+        print(f"error: failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

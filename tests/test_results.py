@@ -1,0 +1,94 @@
+"""`python -m jax_rl.results`: the table's figures, and a build across sittings."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from jax_rl import results
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every run's flags but the ones the table sets (task, learner, seeds, steps, checkpoints).
+TINY = (
+    "--start_timesteps 100 --batch_size 32 --hidden_sizes 32,32 --eval_freq 100 "
+    "--eval_episodes 1 --log_freq 100"
+)
+
+
+def write_run(folder: Path, finals: list[float], steps: int) -> None:
+    """A finished population run's files as the entry point writes them."""
+    for seed, final in enumerate(finals):
+        agent = folder / f"TD3-seed{seed}"
+        agent.mkdir(parents=True)
+        (agent / "evaluations.csv").write_text(
+            f"step,return_mean,return_std\n{steps // 2},10.0,0.0\n{steps},{final},0.0\n"
+        )
+    summary = {"agents": [{} for _ in finals], "env_steps_per_agent": steps, "wall_time": 600}
+    (folder / "summary.json").write_text(json.dumps(summary))
+
+
+def test_table_cells_are_mean_and_t_interval_beside_the_published_figure(tmp_path):
+    out = tmp_path / "dmc100k"
+    write_run(out / "cartpole-swingup" / "TD3", [800.0, 820.0, 840.0], 100_000)
+    write_run(out / "cartpole-swingup" / "SAC", [800.0, 820.0], 100_000)
+    args = results.parse_args(["--tasks", "cartpole-swingup,walker-walk", "--out", str(out)])
+    assert results.finished(out / "cartpole-swingup" / "TD3", 3, 100_000)
+    assert not results.finished(out / "cartpole-swingup" / "SAC", 3, 100_000)  # 2 agents
+    assert not results.finished(out / "cartpole-swingup" / "TD3", 3, 50_000)
+    table = results.write_table(args).read_text()
+    # 3 seeds: mean 820, std 20, t(0.975, 2) = 4.303 -> 4.303 * 20 / sqrt(3) = 49.7.
+    # 2 seeds: mean 810, std 14.14, t(0.975, 1) = 12.71 -> 12.71 * 14.14 / sqrt(2) = 127.
+    assert "| cartpole-swingup | 820 ± 50 | 810 ± 127 | not run yet | 835 ± 22 |" in table
+    assert "| walker-walk | not run yet | not run yet | not run yet | 891 ± 82 |" in table
+    assert "TD3 cartpole-swingup 10 min; SAC cartpole-swingup 10 min" in table
+    assert results.write_figure(args).exists()
+
+
+def test_bad_arguments_exit_2():
+    for argv in (["--tasks", "cartpole"], ["--learners", "PPO"], ["--seeds", "0"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "jax_rl.results", *argv], capture_output=True, text=True
+        )
+        assert result.returncode == 2, argv
+        assert "error:" in result.stderr and "Traceback" not in result.stderr
+
+
+def run_results(tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable, "-m", "jax_rl.results", "--tasks", "cartpole-swingup",
+            "--learners", "TD3", "--seeds", "2", "--steps", "300", "--checkpoint_every", "100",
+            "--runs_dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out" / "dmc0k"),
+            "--flags", TINY,
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_an_interrupted_table_continues_from_the_checkpoint_then_skips_what_is_done(tmp_path):
+    killed = run_results(tmp_path, {"JAX_RL_KILL_AT_STEP": "200"})
+    assert killed.returncode == 1
+    assert "TD3 on cartpole-swingup: starting" in killed.stdout
+    assert "error: failed: TD3 on cartpole-swingup" in killed.stderr
+    table = tmp_path / "out" / "dmc0k.md"
+    assert "| cartpole-swingup | not run yet |" in table.read_text()
+
+    resumed = run_results(tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "continuing from its checkpoint" in resumed.stdout
+    log = (tmp_path / "runs" / "TD3-cartpole-swingup.log").read_text()
+    assert "resumed from the checkpoint at step 200" in log
+    cell = tmp_path / "out" / "dmc0k" / "cartpole-swingup" / "TD3"
+    curves = sorted(cell.rglob("evaluations.csv"))
+    assert [p.parent.name for p in curves] == ["TD3-seed0", "TD3-seed1"]
+    assert not list(cell.rglob("*.msgpack"))  # no checkpoints or parameters in the repository
+    finals = results.final_returns(cell)
+    assert f"| cartpole-swingup | {results.cell_text(finals)} |" in table.read_text()
+    assert (tmp_path / "out" / "dmc0k.png").exists()
+
+    again = run_results(tmp_path)
+    assert again.returncode == 0
+    assert "TD3 on cartpole-swingup: already in" in again.stdout
