@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-quick bench-population results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint bench bench-peers bench-quick bench-population results gym-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -59,6 +59,11 @@ RESULTS_RUNS ?= runs/results
 RESULTS_FLAGS ?=
 results: init
 	$(BIN)/python -m jax_rl.results --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+
+# Gymnasium's HalfCheetah-v5 and Hopper-v5 x SAC, TD3 x 3 seeds at 200k steps
+# (docs/results/gym200k.md), beside Tianshou's published figures; resumable like `results`.
+gym-results: init
+	$(BIN)/python -m jax_rl.results --suite gym --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # The closing figures of the foundation issue: 3 seeds x TD3, SAC on cartpole-swingup, 100k steps,
 # with the published defaults (no preset).

@@ -1,10 +1,13 @@
-"""The standard DM Control results table, resumable across sittings.
+"""The standard results tables, resumable across sittings.
 
-    python -m jax_rl.results                      # 6 tasks x TD3, SAC, MPO x 3 seeds, 100k steps
+    python -m jax_rl.results                      # 6 DMC tasks x TD3, SAC, MPO x 3 seeds, 100k
     python -m jax_rl.results --tasks cartpole-swingup,walker-walk --learners SAC
+    python -m jax_rl.results --suite gym          # HalfCheetah-v5, Hopper-v5 x SAC, TD3, 200k
     python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
 
-Each (task, learner) cell is one run of `main_dm_control.py` with its presets
+A suite is a backend's entry point, its standard tasks and learners, a step
+count and the published figures the table sets beside ours (`SUITES`).
+Each (task, learner) cell is one run of the suite's entry point with its presets
 (`--preset auto`): a vmapped population of `--seeds` agents, seeds 0..n-1,
 checkpointed every `--checkpoint_every` steps into `--runs_dir`. A cell whose
 results are already under `--out` is skipped; a cell with a checkpoint in
@@ -12,12 +15,13 @@ results are already under `--out` is skipped; a cell with a checkpoint in
 picks up where the last sitting stopped. Each finished run's CSVs, configs and
 summaries are copied to `--out/<task>/<learner>/`; the table goes to
 `<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
-figure and its source) and the figure, a panel per task, to `<out>.png`.
+figures and their source) and the figure, a panel per task, to `<out>.png`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import shutil
@@ -32,24 +36,43 @@ import numpy as np
 from jax_rl import plot
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY_POINT = Path(__file__).resolve().parent / "main_dm_control.py"
-STANDARD_TASKS = (
-    "cartpole-swingup",
-    "walker-walk",
-    "cheetah-run",
-    "reacher-easy",
-    "finger-spin",
-    "ball_in_cup-catch",
-)
 LEARNERS = ("TD3", "SAC", "MPO")
 COPIED = ("*.csv", "*.json", "*.md")  # what of a run lands in the repository (no checkpoints)
 
-# Published state-based SAC at 100k environment steps (mean, spread as published), from
-# CURL (Srinivas, Laskin & Abbeel, ICML 2020), Table 1, column "State SAC", 100K step
-# scores: SAC on proprioceptive states, 10 seeds. That table's pixel methods use action
-# repeat and count environment steps; its State SAC row is the same definition as ours.
-REFERENCE_SOURCE = "CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps"
-REFERENCE_SAC_100K = {
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """One standard table: whose tasks, trained how long, beside which published figures."""
+
+    title: str
+    entry_point: str  # jax_rl/<this>
+    tasks: tuple[str, ...]
+    learners: tuple[str, ...]
+    steps: int
+    out_stem: str  # docs/results/<out_stem><steps/1000>k
+    references: dict[str, dict[str, tuple[float, float]]]  # learner -> task -> (mean, spread)
+    reference_steps: int  # the step count the references hold at
+    reference_source: str
+    note: str
+    make_target: str  # what the table's reader must know about the settings
+
+    def task_flags(self, task: str) -> list[str]:
+        if self.entry_point == "main_dm_control.py":
+            domain, task_name = task.split("-", 1)
+            return ["--domain_name", domain, "--task_name", task_name]
+        return ["--env", task]
+
+    def check_task(self, task: str) -> str | None:
+        if self.entry_point == "main_dm_control.py" and "-" not in task:
+            return f"task {task!r}: expected domain-task, e.g. cartpole-swingup"
+        return None
+
+
+# Published state-based SAC at 100k environment steps (mean, standard deviation), from
+# CURL (Srinivas, Laskin & Abbeel, ICML 2020), Table 1, column "State SAC", "100K step
+# scores": SAC on proprioceptive states. The table counts environment steps (its pixel
+# methods' action repeat included), the definition we use.
+CURL_STATE_SAC_100K = {
     "cartpole-swingup": (835.0, 22.0),
     "walker-walk": (891.0, 82.0),
     "cheetah-run": (616.0, 18.0),
@@ -58,16 +81,63 @@ REFERENCE_SAC_100K = {
     "ball_in_cup-catch": (746.0, 91.0),
 }
 
+# Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/benchmark/<Env>-v3/<algo>/
+# test_rew_10seeds.csv): the test return at 200k environment steps, mean and standard
+# deviation over 10 seeds, on Gym's v3 tasks; ours are Gymnasium's v5 versions of the same
+# tasks, so the comparison is close, not exact.
+TIANSHOU_200K = {
+    "SAC": {"HalfCheetah-v5": (8207.6, 928.3), "Hopper-v5": (3234.4, 314.2)},
+    "TD3": {"HalfCheetah-v5": (6720.7, 617.2), "Hopper-v5": (887.2, 649.3)},
+}
+
+SUITES = {
+    "dmc": Suite(
+        title="DM Control Suite, state observations",
+        entry_point="main_dm_control.py",
+        tasks=tuple(CURL_STATE_SAC_100K),
+        learners=LEARNERS,
+        steps=100_000,
+        out_stem="dmc",
+        references={"SAC": CURL_STATE_SAC_100K},
+        reference_steps=100_000,
+        reference_source="CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps",
+        note="the MPO entry `dm_control/*` was measured on cartpole-swingup only, so the "
+        "other five tasks are held out for it",
+        make_target="results",
+    ),
+    "gym": Suite(
+        title="Gymnasium MuJoCo",
+        entry_point="main_gym.py",
+        tasks=("HalfCheetah-v5", "Hopper-v5"),
+        learners=("SAC", "TD3"),
+        steps=200_000,
+        out_stem="gym",
+        references=TIANSHOU_200K,
+        reference_steps=200_000,
+        reference_source="Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/"
+        "benchmark/<Env>-v3/<algo>/test_rew_10seeds.csv), Gym v3, 10 seeds, at 200k env steps",
+        note="no preset was tuned on these tasks: every cell is the learner's defaults",
+        make_target="gym-results",
+    ),
+}
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--tasks", default=",".join(STANDARD_TASKS), help="domain-task names")
-    parser.add_argument("--learners", default=",".join(LEARNERS), help="policies")
+    parser.add_argument(
+        "--suite",
+        choices=sorted(SUITES),
+        default="dmc",
+        help="dmc: dm_control's six standard tasks, TD3/SAC/MPO, 100k steps; gym: Gymnasium "
+        "HalfCheetah-v5 and Hopper-v5, SAC/TD3, 200k steps",
+    )
+    parser.add_argument("--tasks", default=None, help="the suite's tasks, comma-separated")
+    parser.add_argument("--learners", default=None, help="policies (default: the suite's)")
     parser.add_argument("--seeds", type=int, default=3, help="agents per run (seeds 0..n-1)")
-    parser.add_argument("--steps", type=int, default=100_000, help="environment steps per agent")
+    parser.add_argument("--steps", type=int, default=None, help="env steps per agent")
     parser.add_argument(
         "--runs_dir",
         type=Path,
@@ -78,7 +148,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--out",
         type=Path,
         default=None,
-        help="results folder (default docs/results/dmc<steps/1000>k); the table and "
+        help="results folder (default docs/results/<suite><steps/1000>k); the table and "
         "figure go beside it as <out>.md and <out>.png",
     )
     parser.add_argument("--checkpoint_every", type=int, default=5_000, help="steps")
@@ -91,28 +161,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help='more flags for every run, e.g. "--eval_episodes 5" (they win over presets)',
     )
     args = parser.parse_args(argv)
-    args.tasks = [t for t in args.tasks.split(",") if t]
-    args.learners = [p for p in args.learners.split(",") if p]
+    args.suite_name = args.suite
+    suite = args.suite = SUITES[args.suite]
+    args.tasks = [t for t in args.tasks.split(",") if t] if args.tasks else list(suite.tasks)
+    args.learners = (
+        [p for p in args.learners.split(",") if p] if args.learners else list(suite.learners)
+    )
+    args.steps = suite.steps if args.steps is None else args.steps
     for task in args.tasks:
-        if "-" not in task:
-            parser.error(f"task {task!r}: expected domain-task, e.g. cartpole-swingup")
+        problem = suite.check_task(task)
+        if problem:
+            parser.error(problem)
     for learner in args.learners:
         if learner not in LEARNERS:
             parser.error(f"learner {learner!r}: choose from {', '.join(LEARNERS)}")
     if args.seeds < 1 or args.steps < 1:
         parser.error("--seeds and --steps must be positive")
     if args.out is None:
-        args.out = ROOT / "docs" / "results" / f"dmc{args.steps // 1000}k"
+        args.out = ROOT / "docs" / "results" / f"{suite.out_stem}{args.steps // 1000}k"
     return args
 
 
-def run_flags(task: str, learner: str, seeds: int, steps: int, checkpoint_every: int) -> list[str]:
+def run_flags(args: argparse.Namespace, task: str, learner: str) -> list[str]:
     """The entry point's flags for one cell (the same when it resumes)."""
-    domain, task_name = task.split("-", 1)
     return [
-        "--policy", learner, "--domain_name", domain, "--task_name", task_name,
-        "--num_seeds", str(seeds), "--seed", "0", "--max_timesteps", str(steps),
-        "--checkpoint_every", str(checkpoint_every), "--no_progress",
+        "--policy", learner, *args.suite.task_flags(task),
+        "--num_seeds", str(args.seeds), "--seed", "0", "--max_timesteps", str(args.steps),
+        "--checkpoint_every", str(args.checkpoint_every), "--no_progress",
+        *shlex.split(args.flags),
     ]  # fmt: skip
 
 
@@ -129,8 +205,7 @@ def finished(result_dir: Path, seeds: int, steps: int) -> bool:
 def train_cell(args: argparse.Namespace, task: str, learner: str, label: str) -> bool:
     """Train (or continue) one cell; copy its results into the repository. False on failure."""
     run_dir = args.runs_dir / f"{learner}-{task}"
-    flags = run_flags(task, learner, args.seeds, args.steps, args.checkpoint_every)
-    flags += shlex.split(args.flags)
+    flags = run_flags(args, task, learner)
     checkpoints = run_dir / "checkpoints"
     if checkpoints.is_dir() and any(checkpoints.iterdir()):
         flags += ["--resume", str(run_dir)]
@@ -145,7 +220,9 @@ def train_cell(args: argparse.Namespace, task: str, learner: str, label: str) ->
     start = time.perf_counter()
     with log.open("a") as out:
         code = subprocess.call(
-            [sys.executable, str(ENTRY_POINT), *flags], stdout=out, stderr=subprocess.STDOUT
+            [sys.executable, str(ROOT / "jax_rl" / args.suite.entry_point), *flags],
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     if code != 0:
         print(f"{label} {learner} on {task}: exit code {code}; see {log}", flush=True)
@@ -192,39 +269,48 @@ def cell_text(finals: list[float]) -> str:
     return f"{mean:.0f} ± {half:.0f}"
 
 
+def reference_of(args: argparse.Namespace, learner: str, task: str) -> tuple[float, float] | None:
+    """The published (mean, spread) for this cell, where one is known at these steps."""
+    if args.steps != args.suite.reference_steps:
+        return None
+    return args.suite.references.get(learner, {}).get(task)
+
+
 def write_table(args: argparse.Namespace) -> Path:
-    """<out>.md: final return per task and learner, the reference beside it, the compute."""
-    steps_k = f"{args.steps // 1000}k"
+    """<out>.md: final return per task and learner, the references beside them, the compute."""
+    suite, steps_k = args.suite, f"{args.steps // 1000}k"
+    learners, published = suite.learners, list(suite.references)
     lines = [
-        f"# DM Control Suite, state observations, {steps_k} environment steps",
+        f"# {suite.title}, {steps_k} environment steps",
         "",
-        f"Regenerate: `make results` (`python -m jax_rl.results`; resumable). Each cell: final "
-        f"evaluation return (10 episodes of the deterministic policy) at {args.steps:,} "
-        "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
-        "trained as one vmapped population on the host loop, with each learner's presets "
-        "(`jax_rl/presets/`; the MPO entry `dm_control/*` was measured on cartpole-swingup "
-        "only, so the other five tasks are held out for it). CSVs per agent: "
-        f"[`{args.out.name}/`]({args.out.name}/).",
+        f"Regenerate: `make {suite.make_target}` (`python -m jax_rl.results --suite "
+        f"{args.suite_name}`; resumable). Each cell: final evaluation return (10 episodes of "
+        f"the deterministic policy) at {args.steps:,} environment steps, mean ± 95% "
+        "confidence interval (Student's t) over seeds 0..n-1 trained as one vmapped "
+        "population on the host loop, with each learner's presets (`jax_rl/presets/`; "
+        f"{suite.note}). CSVs per agent: [`{args.out.name}/`]({args.out.name}/).",
         "",
-        f"| task | {' | '.join(LEARNERS)} | published SAC, {steps_k} |",
-        f"|---|{'---|' * len(LEARNERS)}---|",
-    ]
+        "| task | " + " | ".join([*learners, *(f"published {p}, {steps_k}" for p in published)])
+        + " |",
+        "|---|" + "---|" * (len(learners) + len(published)),
+    ]  # fmt: skip
     compute = []
     for task in args.tasks:
         cells = []
-        for learner in LEARNERS:
+        for learner in learners:
             result_dir = args.out / task / learner
             finals = final_returns(result_dir) if result_dir.is_dir() else []
             cells.append(cell_text(finals))
             seconds = wall_time(result_dir) if result_dir.is_dir() else None
             if seconds is not None:
                 compute.append(f"{learner} {task} {seconds / 60:.0f} min")
-        reference = REFERENCE_SAC_100K.get(task) if args.steps == 100_000 else None
-        ref = f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-"
-        lines.append(f"| {task} | {' | '.join(cells)} | {ref} |")
+        for learner in published:
+            reference = reference_of(args, learner, task)
+            cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-")
+        lines.append(f"| {task} | {' | '.join(cells)} |")
     lines += [
         "",
-        f"Published figures: {REFERENCE_SOURCE} (mean ± standard deviation as published).",
+        f"Published figures: {suite.reference_source} (mean ± standard deviation as published).",
         "",
         f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU): "
         + ("; ".join(compute) if compute else "none yet")
@@ -253,7 +339,7 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     rows = -(-len(tasks) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), dpi=110, squeeze=False)
     for ax, task in zip(axes.flat, tasks, strict=False):
-        for learner in LEARNERS:
+        for learner in args.suite.learners:
             paths = sorted((args.out / task / learner).rglob("evaluations.csv"))
             if not paths:
                 continue
@@ -263,16 +349,20 @@ def write_figure(args: argparse.Namespace) -> Path | None:
                 curve["steps"], curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"],
                 alpha=0.2,
             )  # fmt: skip
-        reference = REFERENCE_SAC_100K.get(task) if args.steps == 100_000 else None
-        if reference:
-            ax.axhline(reference[0], color="grey", linestyle="--", linewidth=1)
+        for learner in args.suite.references:
+            reference = reference_of(args, learner, task)
+            if reference:
+                ax.axhline(reference[0], color="grey", linestyle="--", linewidth=1)
         ax.set_title(task, fontsize=10)
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
-    fig.suptitle("DM Control, eval return (mean, 95% CI over seeds; dashed: published SAC)")
+    dashed = ", ".join(args.suite.references)
+    fig.suptitle(
+        f"{args.suite.title}: eval return (mean, 95% CI over seeds; dashed: published {dashed})"
+    )
     fig.tight_layout()
     path = args.out.with_suffix(".png")
     fig.savefig(path)

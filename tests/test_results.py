@@ -46,6 +46,26 @@ def test_table_cells_are_mean_and_t_interval_beside_the_published_figure(tmp_pat
     assert results.write_figure(args).exists()
 
 
+def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
+    out = tmp_path / "gym200k"
+    write_run(out / "Hopper-v5" / "SAC", [3000.0, 3100.0, 3200.0], 200_000)
+    args = results.parse_args(["--suite", "gym", "--out", str(out)])
+    assert (args.tasks, args.learners, args.steps) == (
+        ["HalfCheetah-v5", "Hopper-v5"], ["SAC", "TD3"], 200_000
+    )  # fmt: skip
+    assert results.run_flags(args, "Hopper-v5", "SAC")[:4] == [
+        "--policy", "SAC", "--env", "Hopper-v5"
+    ]  # fmt: skip
+    table = results.write_table(args).read_text()
+    assert "| task | SAC | TD3 | published SAC, 200k | published TD3, 200k |" in table
+    # mean 3100, std 100, t(0.975, 2) = 4.303 -> 4.303 * 100 / sqrt(3) = 248.4.
+    assert "| Hopper-v5 | 3100 ± 248 | not run yet | 3234 ± 314 | 887 ± 649 |" in table
+    # At other step counts no published figure stands beside ours.
+    other = results.parse_args(["--suite", "gym", "--steps", "1000", "--out", str(out)])
+    other_table = results.write_table(other).read_text()
+    assert "| Hopper-v5 | 3100 ± 248 | not run yet | - | - |" in other_table
+
+
 def test_bad_arguments_exit_2():
     for argv in (["--tasks", "cartpole"], ["--learners", "PPO"], ["--seeds", "0"]):
         result = subprocess.run(
