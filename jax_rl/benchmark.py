@@ -25,6 +25,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import jax
 
 from jax_rl import algos, population, timing
 from jax_rl.algos import mpo
+from jax_rl.envs import HostEnv
 from jax_rl.envs.brax import BraxEnv
 from jax_rl.loops import device, host
 
@@ -144,6 +146,7 @@ def bench_host_step(
     seed: int = 0,
     label: str = "",
     n_step: int = 1,
+    make_env: Callable[[int], HostEnv] | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Seconds per 1000 host-loop training steps of learner `name` (Config `overrides`;
@@ -152,9 +155,12 @@ def bench_host_step(
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     # Imported here so that the Brax-only benchmark (--skip_host) runs without dm_control,
     # e.g. on an accelerator machine that has only JAX and Brax.
-    from jax_rl.envs.dm_control import DMControlEnv
+    if make_env is None:
+        from jax_rl.envs.dm_control import DMControlEnv
 
-    env = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
+        env: HostEnv = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
+    else:
+        env = make_env(seed)
     fns = host.make_step_functions(algo, settings.batch_size)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
     capacity += settings.warmup_steps
