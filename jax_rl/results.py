@@ -337,7 +337,8 @@ def write_figure(args: argparse.Namespace) -> Path | None:
         return None
     cols = min(3, len(tasks))
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), dpi=110, squeeze=False)
+    size = (max(4 * cols, 6), 3.2 * rows + 0.4)
+    fig, axes = plt.subplots(rows, cols, figsize=size, dpi=110, squeeze=False)
     for ax, task in zip(axes.flat, tasks, strict=False):
         for learner in args.suite.learners:
             paths = sorted((args.out / task / learner).rglob("evaluations.csv"))
@@ -361,7 +362,8 @@ def write_figure(args: argparse.Namespace) -> Path | None:
         ax.axis("off")
     dashed = ", ".join(args.suite.references)
     fig.suptitle(
-        f"{args.suite.title}: eval return (mean, 95% CI over seeds; dashed: published {dashed})"
+        f"{args.suite.title}\neval return: mean, 95% CI over seeds; dashed: published {dashed}",
+        fontsize=10,
     )
     fig.tight_layout()
     path = args.out.with_suffix(".png")
