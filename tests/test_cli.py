@@ -19,7 +19,11 @@ BRAX_SCRIPT = ROOT / "jax_rl" / "main_brax.py"
 POLICIES = ["TD3", "SAC", "MPO"]
 # The runs of a kill-and-resume test compile the same programs three times; JAX's
 # persistent cache lets the later processes load them instead (results are identical).
-COMPILATION_CACHE = tempfile.mkdtemp(prefix="jax_rl-test-cache-")
+# All programs, also those that compile in under a second (by default not cached).
+CACHE = {
+    "JAX_COMPILATION_CACHE_DIR": tempfile.mkdtemp(prefix="jax_rl-test-cache-"),
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+}
 
 
 def run(
@@ -31,7 +35,7 @@ def run(
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "JAX_COMPILATION_CACHE_DIR": COMPILATION_CACHE, **(env or {})},
+        env={**os.environ, **CACHE, **(env or {})},
     )
 
 
