@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-quick bench-population results gym-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint bench bench-peers bench-quick bench-population bench-playground results gym-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -46,6 +46,10 @@ $(PEERS_VENV)/bin/peers-done: requirements.lock pyproject.toml
 # Populations on the Brax pipeline: SAC with N = 1, 4, 16 agents in one vmapped program.
 bench-population: init
 	$(BIN)/python -m jax_rl.benchmark --policies SAC --population 1,4,16
+
+# The device pipeline on MuJoCo Playground tasks beside the host loop on the same tasks.
+bench-playground: init
+	$(BIN)/python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun
 
 bench-quick: init
 	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick

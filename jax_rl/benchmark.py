@@ -4,6 +4,8 @@
     python -m jax_rl.benchmark --quick    # tiny sizes, same code path (used by the tests)
     python -m jax_rl.benchmark --policies SAC --population 1,4,16   # populations (make
                                           # bench-population): N agents against one
+    python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun   # the same DM
+                                          # Control tasks on both loops (MJX vs C MuJoCo)
 
 A training step of the host loop is one dm_control environment step plus the
 loop's one jitted call (insert, sample a batch of 256, one update, next
@@ -12,7 +14,8 @@ Times are steady state: the buffer is prefilled, compilation is timed apart,
 warm-up steps are not timed, and every timed block ends with
 `block_until_ready` on the whole learner (see `jax_rl.timing`).
 
-Writes docs/benchmarks/host.md and host.json with the machine's description.
+Writes docs/benchmarks/host.md and host.json with the machine's description
+(brax.md, population.md and playground.md for the other modes).
 """
 
 from __future__ import annotations
@@ -206,6 +209,67 @@ def bench_host_step(
     }
 
 
+def device_env(settings: DeviceBenchSettings) -> BraxEnv:
+    """The settings' batched environment: a Playground task (backend "jax") or Brax's."""
+    from jax_rl.envs import playground
+
+    if settings.backend in playground.IMPLS:  # mujoco_playground is imported only then
+        return playground.make_env(settings.env, settings.backend)
+    return BraxEnv(settings.env, settings.backend, episode_length=1000)
+
+
+def bench_device_physics(settings: DeviceBenchSettings) -> dict[str, Any]:
+    """Environment steps per second of the batched environment alone: `num_envs`
+    environments stepped (auto-reset included) by uniform random actions in a jitted scan
+    of `iterations_per_chunk` steps; no learner, no replay."""
+    env = device_env(settings)
+    shape = (settings.num_envs, env.action_size)
+
+    def chunk(carry: tuple[Any, jax.Array]) -> tuple[Any, jax.Array]:
+        def one(c: tuple[Any, jax.Array], _: None) -> tuple[tuple[Any, jax.Array], None]:
+            state, key = c
+            key, action_key = jax.random.split(key)
+            action = jax.random.uniform(action_key, shape, minval=-1.0, maxval=1.0)
+            return (env.step(state, action)[0], key), None
+
+        return jax.lax.scan(one, carry, None, settings.iterations_per_chunk)[0]
+
+    step_chunk = jax.jit(chunk, donate_argnums=0)
+    state = {"carry": (env.reset(jax.random.key(0), settings.num_envs), jax.random.key(1))}
+
+    def step() -> Any:
+        state["carry"] = step_chunk(state["carry"])
+        return state["carry"]
+
+    result = timing.time_steps(step, 1, settings.num_blocks, settings.warmup_chunks)
+    return {
+        "env_steps_per_second": result.per_second()
+        * settings.iterations_per_chunk
+        * settings.num_envs,
+        "compile_seconds": result.first_call_seconds,
+    }
+
+
+def bench_host_physics(settings: BenchSettings, seed: int = 0) -> float:
+    """Environment steps per second of one dm_control environment (C MuJoCo) alone,
+    stepped by uniform random actions through our adapter, resets included."""
+    import numpy as np
+
+    from jax_rl.envs.dm_control import DMControlEnv
+
+    env = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
+    rng = np.random.default_rng(seed)
+    env.reset()
+
+    def step() -> None:
+        if env.step(rng.uniform(-1.0, 1.0, env.action_size).astype(np.float32)).last:
+            env.reset()
+
+    blocks = settings.num_blocks
+    result = timing.time_steps(step, settings.steps_per_block, blocks, settings.warmup_steps)
+    return result.per_second()
+
+
 def bench_device_chunk(
     name: str,
     settings: DeviceBenchSettings,
@@ -219,7 +283,7 @@ def bench_device_chunk(
     agents' steps and updates."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
-    env = BraxEnv(settings.env, settings.backend, episode_length=1000)
+    env = device_env(settings)
     chunk_steps = settings.iterations_per_chunk * settings.num_envs
     loop = device.DeviceLoopConfig(
         max_timesteps=chunk_steps * (settings.num_blocks + settings.warmup_chunks + 2),
@@ -343,6 +407,42 @@ def population_markdown(
     return "\n".join(lines)
 
 
+def playground_markdown(
+    rows: list[dict[str, Any]], device: DeviceBenchSettings, host: BenchSettings, info: dict
+) -> str:
+    """The same DM Control tasks on both loops."""
+    lines = [
+        "# DM Control tasks on both loops: MuJoCo Playground (MJX) on the device pipeline, "
+        "dm_control (C MuJoCo) on the host loop",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, accelerator {info['accelerator']}, "
+        f"JAX {info['jax']}; load average {info['load_average']} when it started.",
+        "",
+        "| task | learner | loop | physics alone: env steps/s | training: env steps/s "
+        "| updates/s | compile (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['task']} | {r['policy']} | {r['loop']} "
+            f"| {r['physics_env_steps_per_second']:.0f} | {r['env_steps_per_second']:.0f} "
+            f"| {r['updates_per_second']:.0f} | {r['compile_seconds']:.1f} |"
+        )
+    lines += [
+        "",
+        f"Device pipeline: {device.num_envs} envs x {device.updates_per_step} updates per "
+        f"iteration, batch {device.batch_size}, {'-'.join(map(str, device.hidden_sizes))} "
+        f"networks; a chunk of {device.iterations_per_chunk} iterations (acting, MJX physics "
+        "with resets, replay, sampling, updates) in one jitted call; physics alone is the "
+        "same batched environment in a jitted scan without the learner. Host loop: one "
+        f"dm_control step and one update of batch {host.batch_size} per training step "
+        "(`bench_host_step`); physics alone is one dm_control environment stepped from Python. "
+        "Medians over timed blocks, compilation apart.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def markdown(
     rows: list[dict[str, Any]], info: dict[str, Any], settings: BenchSettings, matmul: float
 ) -> str:
@@ -419,6 +519,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for flag, help_text in DEVICE_SIZE_FLAGS.items():
         parser.add_argument(f"--{flag}", type=int, default=None, metavar="N", help=help_text)
     parser.add_argument(
+        "--playground",
+        default=None,
+        metavar="TASK,TASK,...",
+        help="only time these MuJoCo Playground DM Control tasks (e.g. CartpoleSwingup,"
+        "CheetahRun) on the device pipeline, beside the same tasks on the host loop (dm_control); "
+        "writes playground.md",
+    )
+    parser.add_argument(
         "--population",
         default=None,
         metavar="N,N,...",
@@ -467,6 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     if args.population:
         return _bench_population(args, names[0], info, device_settings)
+    if args.playground:
+        return _bench_playground(args, names, info)
     if args.quick:
         matmul = timing.matmul_rate(256, repeats=3)
     else:  # an accelerator needs a larger product to reach its rate
@@ -544,6 +654,96 @@ def _bench_population(
     return 0
 
 
+def _playground_settings(
+    args: argparse.Namespace, task: str
+) -> tuple[DeviceBenchSettings, BenchSettings]:
+    """Device and host settings for one Playground task: the task's loop defaults
+    (envs.playground.task_defaults) unless --quick or the size flags say otherwise."""
+    from jax_rl.envs import playground
+
+    defaults = playground.task_defaults(task)
+    sizes: dict[str, Any] = {}
+    if not args.quick:
+        sizes = {"num_envs": defaults.num_envs, "updates_per_step": defaults.updates_per_step}
+    device_settings = dataclasses.replace(
+        QUICK_DEVICE if args.quick else DeviceBenchSettings(),
+        env=task,
+        backend=playground.DEFAULT_IMPL,
+        **{**sizes, **device_sizes(args)},
+    )
+    domain, task_name = playground.DM_CONTROL_TASKS[task]
+    host_settings = dataclasses.replace(
+        QUICK if args.quick else BenchSettings(), domain_name=domain, task_name=task_name
+    )
+    return device_settings, host_settings
+
+
+def _bench_playground(args: argparse.Namespace, names: list[str], info: dict[str, Any]) -> int:
+    """playground.md: each task's physics and training rates on both loops."""
+    from jax_rl.envs import UnknownEnvironmentError, playground
+
+    tasks = [t for t in args.playground.split(",") if t]
+    try:
+        for task in tasks:
+            playground.check_environment(task)
+    except UnknownEnvironmentError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    info = {**info, "load_average": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
+    rows: list[dict[str, Any]] = []
+    settings: dict[str, Any] = {}
+    for task in tasks:
+        device_settings, host_settings = _playground_settings(args, task)
+        settings[task] = {
+            "device": dataclasses.asdict(device_settings),
+            "host": dataclasses.asdict(host_settings),
+        }
+        rows += _playground_rows(task, names, device_settings, host_settings)
+    table = playground_markdown(rows, device_settings, host_settings, info)
+    payload = {"machine": info, "settings": settings, "playground": rows}
+    _write(Path(args.out), "playground", table, payload)
+    return 0
+
+
+def _playground_rows(
+    task: str, names: list[str], device_settings: DeviceBenchSettings, host_settings: BenchSettings
+) -> list[dict[str, Any]]:
+    """Two rows per learner: the device pipeline (MJX) and the host loop (C MuJoCo)."""
+    print(f"timing {task}: physics alone ...", file=sys.stderr, flush=True)
+    physics = bench_device_physics(device_settings)
+    host_physics = bench_host_physics(host_settings)
+    rows = []
+    for name in names:
+        label, overrides = _playground_variant(name)
+        print(f"timing {task} with {label} on both loops ...", file=sys.stderr, flush=True)
+        chunk = bench_device_chunk(name, device_settings, label=label, **overrides)
+        chunk.update(
+            task=task,
+            loop="device (MJX)",
+            physics_env_steps_per_second=physics["env_steps_per_second"],
+            physics_compile_seconds=physics["compile_seconds"],
+        )
+        host_step = bench_host_step(name, host_settings, label=label, **overrides)
+        per_second = 1000.0 / host_step["seconds_per_1000_median"]
+        host_row = {
+            "task": task,
+            "policy": label,
+            "loop": "host (C MuJoCo)",
+            "env_steps_per_second": per_second,
+            "updates_per_second": per_second,  # one update per environment step
+            "compile_seconds": host_step["compile_seconds"],
+            "physics_env_steps_per_second": host_physics,
+            "host_step": host_step,
+        }
+        rows += [chunk, host_row]
+    return rows
+
+
+def _playground_variant(name: str) -> tuple[str, dict[str, Any]]:
+    """One row per learner; MPO with the in-graph Newton solver (no host round trip)."""
+    return ("MPO (newton)", {"dual_solver": "newton"}) if name == "MPO" else (name, {})
+
+
 def _write(out: Path, stem: str, table: str, payload: dict[str, Any]) -> None:
     """Print a table and write it as <stem>.md, with its figures as <stem>.json."""
     print(table)
@@ -553,4 +753,7 @@ def _write(out: Path, stem: str, table: str, payload: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    from jax_rl import quiet
+
+    quiet.install()  # as the entry points do (not in `main`: tests call it in-process)
     sys.exit(main())

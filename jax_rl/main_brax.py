@@ -1,13 +1,21 @@
-"""Train TD3 or SAC on a Brax environment with the device-resident pipeline.
+"""Train TD3, SAC or MPO on a Brax or MuJoCo Playground task with the device-resident pipeline.
 
     python jax_rl/main_brax.py --policy SAC
     python jax_rl/main_brax.py --policy TD3 --env ant --num_envs 64 --updates_per_step 32
+    python jax_rl/main_brax.py --policy SAC --env CartpoleSwingup
     python jax_rl/main_brax.py --policy SAC --num_seeds 5 --actor_lr 3e-4,1e-3
 
 Environment steps, replay insertion, sampling and updates run inside one
 compiled program per chunk; the host only logs, evaluates and saves. Writes
 evaluations.csv, train.csv, config.json, summary.json and the final agent under
 --save_dir (default runs/brax-<policy>-<env>-seed<seed>).
+
+--env takes a Brax environment (halfcheetah, ant, ...) or a task of MuJoCo
+Playground's DM Control Suite on MJX (CartpoleSwingup, CheetahRun, WalkerWalk,
+...: jax_rl/envs/playground.py). A Playground task's defaults for --num_envs,
+--updates_per_step and --episode_length come from that module's table and
+Playground's published task configuration; presets key it as
+playground/<task>.
 
 Several agents (--num_seeds N, and hyperparameters given as comma-separated
 values, crossed) train together in one vmapped program, split over the local
@@ -31,64 +39,128 @@ from jax_rl import driver  # noqa: E402
 from jax_rl.loops.device import DeviceLoopConfig  # noqa: E402
 
 DEFAULT_ENV = "halfcheetah"
+BRAX_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
+BRAX_BACKENDS = ("positional", "spring", "generalized", "mjx")  # envs.brax.BACKENDS
 
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = DeviceLoopConfig()
     parser = driver.make_parser(__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default=DEFAULT_ENV, help="Brax environment name")
     parser.add_argument(
-        "--backend",
-        default="positional",
-        help="Brax physics backend: positional, spring, generalized or mjx",
+        "--env",
+        default=DEFAULT_ENV,
+        help="Brax environment (halfcheetah, ant, ...) or MuJoCo Playground DM Control "
+        "task (CartpoleSwingup, CheetahRun, ...)",
     )
     parser.add_argument(
-        "--num_envs", type=int, default=defaults.num_envs, help="environments stepped in parallel"
+        "--backend",
+        default=None,
+        help=f"physics: for Brax {', '.join(BRAX_BACKENDS)} (None: {BRAX_BACKEND}); for "
+        "Playground jax (MJX's JAX implementation, the only one)",
+    )
+    task_default = "None: {brax} for Brax, the task's for Playground"
+    parser.add_argument(
+        "--num_envs",
+        type=int,
+        default=None,
+        help=f"environments stepped in parallel ({task_default.format(brax=defaults.num_envs)})",
     )
     parser.add_argument(
         "--updates_per_step",
         type=int,
-        default=defaults.updates_per_step,
-        help="k: gradient updates per iteration (one step of every environment)",
+        default=None,
+        help="k: gradient updates per iteration, one step of every environment "
+        f"({task_default.format(brax=defaults.updates_per_step)})",
     )
     parser.add_argument(
         "--episode_length",
         type=int,
-        default=defaults.episode_length,
-        help="time limit of an episode",
+        default=None,
+        help=f"time limit of an episode ({task_default.format(brax=defaults.episode_length)})",
     )
     driver.add_common_flags(parser, defaults)
     return parser
 
 
+def is_playground(args: argparse.Namespace) -> bool:
+    """Whether --env names a Playground task (a Brax run does not import Playground)."""
+    from jax_rl.envs import brax, playground
+
+    return args.env not in brax.environment_names() and playground.is_task(args.env)
+
+
+def check_environment(name: str, backend: str | None) -> None:
+    """Raise UnknownEnvironmentError for a name in neither registry (listing both), or a
+    backend the name's registry does not have."""
+    from jax_rl.envs import UnknownEnvironmentError, brax, playground
+
+    if name in brax.environment_names():
+        brax.check_environment(name, backend or BRAX_BACKEND)
+    elif playground.is_task(name):
+        playground.check_environment(name, backend or playground.DEFAULT_IMPL)
+    else:
+        raise UnknownEnvironmentError(
+            f"unknown Brax environment or Playground task {name!r}; valid environments: "
+            f"Brax: {', '.join(brax.environment_names())}; MuJoCo Playground (DM Control "
+            f"Suite): {', '.join(playground.environment_names())}"
+        )
+
+
 class BraxBackend:
+    """Brax's environments and Playground's DM Control tasks: one device pipeline. `check`
+    (which the driver calls first) sets `kind` and `run_prefix` from the task's registry."""
+
     kind = "brax"
     run_prefix = "brax-"
     loop_config_class = DeviceLoopConfig
 
+    def check(self, args: argparse.Namespace) -> None:
+        check_environment(args.env, args.backend)
+        if is_playground(args):
+            self.kind, self.run_prefix = "playground", "playground-"
+
     def task(self, args: argparse.Namespace) -> str:
         return args.env
 
+    def physics(self, args: argparse.Namespace) -> str:
+        from jax_rl.envs import playground
+
+        default = playground.DEFAULT_IMPL if is_playground(args) else BRAX_BACKEND
+        return args.backend or default
+
     def env_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        return {"env": args.env, "backend": args.backend}
+        fields = {"env": args.env, "backend": self.physics(args)}
+        if is_playground(args):
+            from jax_rl.envs import playground
+
+            fields["action_repeat"] = playground.task_defaults(args.env).action_repeat
+        return fields
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The flags given (or a preset's), else the task's defaults."""
+        if is_playground(args):
+            from jax_rl.envs import playground
+
+            defaults: Any = playground.task_defaults(args.env)
+        else:
+            defaults = DeviceLoopConfig()
+        names = ("num_envs", "updates_per_step", "episode_length")
         return {
-            "num_envs": args.num_envs,
-            "updates_per_step": args.updates_per_step,
-            "episode_length": args.episode_length,
+            name: getattr(defaults, name) if getattr(args, name) is None else getattr(args, name)
+            for name in names
         }
 
-    def check(self, args: argparse.Namespace) -> None:
-        from jax_rl.envs.brax import check_environment
-
-        check_environment(args.env, args.backend)
-
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
-        from jax_rl.envs.brax import BraxEnv
         from jax_rl.trainers import DeviceTrainer
 
-        return DeviceTrainer(BraxEnv(args.env, args.backend, loop_config.episode_length))
+        if is_playground(args):
+            from jax_rl.envs import playground
+
+            env = playground.make_env(args.env, self.physics(args), loop_config.episode_length)
+            return DeviceTrainer(env)
+        from jax_rl.envs.brax import BraxEnv
+
+        return DeviceTrainer(BraxEnv(args.env, self.physics(args), loop_config.episode_length))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,9 +5,11 @@ which they can act on:
 
 - `mujoco.mjx` prints "Failed to import warp: ..." and "Failed to import
   mujoco_warp: ..." on stdout when the optional GPU package `warp` is absent
-  (it is not needed: our pipelines use MJX's JAX implementation);
-- MuJoCo's compiler warns that Brax's XML uses the deprecated `settotalmass`
-  attribute (the model compiles as intended);
+  (it is not needed: our pipelines use MJX's JAX implementation). The lock
+  installs `warp-lang`, which MuJoCo Playground requires, so these lines
+  appear only in environments without it;
+- MuJoCo's compiler warns that Brax's XML, and Playground's cheetah, use the
+  deprecated `settotalmass` attribute (the model compiles as intended);
 - Brax warns on every environment it builds that it is no longer maintained.
 
 `install()` filters exactly these messages, nothing else: every other line on
