@@ -1,6 +1,7 @@
 """The entry points, run as users run them: as scripts, in a subprocess."""
 
 import csv
+import functools
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from kill_and_resume import assert_resumes_bitwise
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "jax_rl" / "main_dm_control.py"
@@ -59,11 +61,6 @@ def dm_runs(tmp_path_factory):
         return runs[policy]
 
     return get
-
-
-def _evaluations(out: Path) -> list[tuple[str, str, str]]:
-    with (out / "evaluations.csv").open() as f:
-        return [(r["step"], r["return_mean"], r["return_std"]) for r in csv.DictReader(f)]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -254,19 +251,10 @@ def test_run_killed_by_sigkill_and_resumed_ends_as_the_uninterrupted_one(
     }[loop]
     reference_result, reference = runs(policy)
     assert reference_result.returncode == 0, reference_result.stderr
-    out = tmp_path / "run"
     args = (*flags, "--policy", policy, "--checkpoint_every", str(every))
-    # SIGKILL straight after the checkpoint of the second interval: no handler runs.
-    killed = run(
-        *args, "--save_dir", str(out), script=script, env={"JAX_RL_KILL_AT_STEP": str(2 * every)}
-    )
-    assert killed.returncode == -9, killed.stderr
-    assert not (out / "agent.msgpack").exists()
-    resumed = run(*args, "--resume", str(out), script=script)
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"resumed from the checkpoint at step {2 * every}" in resumed.stderr
-    assert (out / "agent.msgpack").read_bytes() == (reference / "agent.msgpack").read_bytes()
-    assert _evaluations(out) == _evaluations(reference)
+    # Killed after the checkpoint of the second interval.
+    run_script = functools.partial(run, script=script)
+    assert_resumes_bitwise(run_script, args, tmp_path / "run", 2 * every, reference)
 
 
 def test_non_finite_loss_exits_3_naming_the_step_and_keeps_the_checkpoint(tmp_path):

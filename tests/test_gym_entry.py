@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from kill_and_resume import assert_resumes_bitwise, evaluations
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "jax_rl" / "main_gym.py"
@@ -57,11 +58,6 @@ def gym_runs(tmp_path_factory):
     return get
 
 
-def _evaluations(folder: Path) -> list[tuple[str, str, str]]:
-    with (folder / "evaluations.csv").open() as f:
-        return [(r["step"], r["return_mean"], r["return_std"]) for r in csv.DictReader(f)]
-
-
 @pytest.mark.parametrize("policy", ["TD3", "SAC", "MPO"])
 def test_gym_entry_point_runs_end_to_end(policy, gym_runs):
     result, out = gym_runs(policy)
@@ -71,7 +67,7 @@ def test_gym_entry_point_runs_end_to_end(policy, gym_runs):
     assert "Traceback" not in result.stderr and "WARN" not in result.stderr, result.stderr
     folders = [out / f"{policy}-seed{seed}" for seed in (0, 1)] if policy == "TD3" else [out]
     for folder in folders:
-        assert [step for step, *_ in _evaluations(folder)] == ["0", "150", "300"]
+        assert [step for step, *_ in evaluations(folder)] == ["0", "150", "300"]
         with (folder / "train.csv").open() as f:
             assert [int(r["step"]) for r in csv.DictReader(f)] == [100, 200, 300]
         assert (folder / "agent.msgpack").stat().st_size > 0
@@ -82,7 +78,7 @@ def test_gym_entry_point_runs_end_to_end(policy, gym_runs):
         summary = json.loads((out / "summary.json").read_text())
         assert [a["seed"] for a in summary["agents"]] == [0, 1]
         assert (out / "ranking.md").exists()
-        assert _evaluations(folders[0]) != _evaluations(folders[1])
+        assert evaluations(folders[0]) != evaluations(folders[1])
     else:
         assert "final eval return" in result.stdout
 
@@ -90,17 +86,8 @@ def test_gym_entry_point_runs_end_to_end(policy, gym_runs):
 def test_run_killed_by_sigkill_and_resumed_ends_as_the_uninterrupted_one(gym_runs, tmp_path):
     reference_result, reference = gym_runs("SAC")
     assert reference_result.returncode == 0, reference_result.stderr
-    out = tmp_path / "run"
-    args = (*FLAGS, "--policy", "SAC", "--checkpoint_every", "100", "--save_dir", str(out))
-    # SIGKILL straight after the checkpoint at step 200: no handler runs.
-    killed = run(*args, env={"JAX_RL_KILL_AT_STEP": "200"})
-    assert killed.returncode == -9, killed.stderr
-    assert not (out / "agent.msgpack").exists()
-    resumed = run(*args[:-2], "--resume", str(out))
-    assert resumed.returncode == 0, resumed.stderr
-    assert "resumed from the checkpoint at step 200" in resumed.stderr
-    assert (out / "agent.msgpack").read_bytes() == (reference / "agent.msgpack").read_bytes()
-    assert _evaluations(out) == _evaluations(reference)
+    args = (*FLAGS, "--policy", "SAC", "--checkpoint_every", "100")
+    assert_resumes_bitwise(run, args, tmp_path / "run", 200, reference)
 
 
 @pytest.mark.parametrize(

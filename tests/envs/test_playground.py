@@ -6,7 +6,6 @@ runs share JAX's persistent compilation cache (the killed and resumed runs load
 the reference run's programs).
 """
 
-import csv
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from kill_and_resume import assert_resumes_bitwise, evaluations
 
 from jax_rl import main_brax
 from jax_rl.envs import UnknownEnvironmentError, playground
@@ -165,11 +165,6 @@ def runs(tmp_path_factory):
     return get
 
 
-def _evaluations(out: Path) -> list[tuple[str, str, str]]:
-    with (out / "evaluations.csv").open() as f:
-        return [(r["step"], r["return_mean"], r["return_std"]) for r in csv.DictReader(f)]
-
-
 class TestEntryPoint:
     """Runs of main_brax.py (one xdist group of their own: they take a few minutes)."""
 
@@ -180,8 +175,8 @@ class TestEntryPoint:
         start = f"jax_rl: playground-{policy}-CartpoleBalance-seed0 on playground CartpoleBalance"
         assert result.stderr.startswith(start)
         assert not [n for n in NOISE if n in result.stdout + result.stderr], result.stderr
-        assert [int(r[0]) for r in _evaluations(out)] == [0, 256, 512]
-        assert all(0 <= float(r[1]) <= 20 for r in _evaluations(out))
+        assert [int(r[0]) for r in evaluations(out)] == [0, 256, 512]
+        assert all(0 <= float(r[1]) <= 20 for r in evaluations(out))
         config = json.loads((out / "config.json").read_text())
         assert config["env_backend"] == "playground" and config["backend"] == "jax"
         assert config["loop"]["episode_length"] == 20 and config["action_repeat"] == 1
@@ -192,16 +187,8 @@ class TestEntryPoint:
     def test_killed_by_sigkill_and_resumed_ends_as_the_uninterrupted_one(self, runs, tmp_path):
         reference_result, reference = runs("SAC")
         assert reference_result.returncode == 0, reference_result.stderr
-        out = tmp_path / "run"
-        args = (*FLAGS, "--policy", "SAC", "--checkpoint_every", "256", "--save_dir", str(out))
-        killed = run(*args, env={"JAX_RL_KILL_AT_STEP": "256"})
-        assert killed.returncode == -9, killed.stderr
-        assert not (out / "agent.msgpack").exists()
-        resumed = run(*args[:-2], "--resume", str(out))
-        assert resumed.returncode == 0, resumed.stderr
-        assert "resumed from the checkpoint at step 256" in resumed.stderr
-        assert (out / "agent.msgpack").read_bytes() == (reference / "agent.msgpack").read_bytes()
-        assert _evaluations(out) == _evaluations(reference)
+        args = (*FLAGS, "--policy", "SAC", "--checkpoint_every", "256")
+        assert_resumes_bitwise(run, args, tmp_path / "run", 256, reference)
 
 
 def test_bad_name_exits_2_with_one_line_listing_both_registries(tmp_path):
