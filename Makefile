@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-quick bench-population bench-playground results gym-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint bench bench-peers bench-quick bench-population bench-playground results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -68,6 +68,12 @@ results: init
 # (docs/results/gym200k.md), beside Tianshou's published figures; resumable like `results`.
 gym-results: init
 	$(BIN)/python -m jax_rl.results --suite gym --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+
+# The same six tasks on MuJoCo Playground (MJX) on the device pipeline
+# (docs/results/playground100k.md), TD3/SAC/MPO x 3 seeds, 100k steps; resumable like
+# `results`. On a GPU: RESULTS_FLAGS="--seeds 5 --steps 500000" for the longer table.
+playground-results: init
+	$(BIN)/python -m jax_rl.results --suite playground --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # The closing figures of the foundation issue: 3 seeds x TD3, SAC on cartpole-swingup, 100k steps,
 # with the published defaults (no preset).

@@ -3,6 +3,8 @@
     python -m jax_rl.results                      # 6 DMC tasks x TD3, SAC, MPO x 3 seeds, 100k
     python -m jax_rl.results --tasks cartpole-swingup,walker-walk --learners SAC
     python -m jax_rl.results --suite gym          # HalfCheetah-v5, Hopper-v5 x SAC, TD3, 200k
+    python -m jax_rl.results --suite playground   # the six tasks on MJX, device pipeline, 100k
+    python -m jax_rl.results --suite playground --seeds 5 --steps 500000    # on a GPU
     python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
 
 A suite is a backend's entry point, its standard tasks and learners, a step
@@ -53,8 +55,11 @@ class Suite:
     references: dict[str, dict[str, tuple[float, float]]]  # learner -> task -> (mean, spread)
     reference_steps: int  # the step count the references hold at
     reference_source: str
-    note: str
-    make_target: str  # what the table's reader must know about the settings
+    note: str  # what the table's reader must know about the settings
+    make_target: str
+    loop: str = "the host loop"  # which of the two training loops the entry point drives
+    learner_flags: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """flags one learner gets in every cell of this suite (before `--flags`)"""
 
     def task_flags(self, task: str) -> list[str]:
         if self.entry_point == "main_dm_control.py":
@@ -90,6 +95,16 @@ TIANSHOU_200K = {
     "TD3": {"HalfCheetah-v5": (6720.7, 617.2), "Hopper-v5": (887.2, 649.3)},
 }
 
+# dm_control's six standard tasks by their MuJoCo Playground names.
+PLAYGROUND_OF_DMC = {
+    "cartpole-swingup": "CartpoleSwingup",
+    "walker-walk": "WalkerWalk",
+    "cheetah-run": "CheetahRun",
+    "reacher-easy": "ReacherEasy",
+    "finger-spin": "FingerSpin",
+    "ball_in_cup-catch": "BallInCup",
+}
+
 SUITES = {
     "dmc": Suite(
         title="DM Control Suite, state observations",
@@ -119,6 +134,24 @@ SUITES = {
         note="no preset was tuned on these tasks: every cell is the learner's defaults",
         make_target="gym-results",
     ),
+    "playground": Suite(
+        title="DM Control Suite on MuJoCo Playground (MJX), device pipeline",
+        entry_point="main_brax.py",
+        tasks=tuple(PLAYGROUND_OF_DMC[t] for t in CURL_STATE_SAC_100K),
+        learners=LEARNERS,
+        steps=100_000,
+        out_stem="playground",
+        references={"SAC": {PLAYGROUND_OF_DMC[t]: v for t, v in CURL_STATE_SAC_100K.items()}},
+        reference_steps=100_000,
+        reference_source="CURL (Srinivas et al., 2020), Table 1, State SAC on dm_control's "
+        "tasks (C MuJoCo), 100k env steps; Playground's tasks are MJX ports of the same tasks",
+        note="each task's environments, updates per iteration and episode length come from "
+        "`jax_rl/envs/playground.py`, and MPO solves its temperature in the graph with "
+        "`--dual_solver newton`",
+        make_target="playground-results",
+        loop="the device pipeline",
+        learner_flags={"MPO": ("--dual_solver", "newton")},
+    ),
 }
 
 
@@ -131,8 +164,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--suite",
         choices=sorted(SUITES),
         default="dmc",
-        help="dmc: dm_control's six standard tasks, TD3/SAC/MPO, 100k steps; gym: Gymnasium "
-        "HalfCheetah-v5 and Hopper-v5, SAC/TD3, 200k steps",
+        help="dmc: dm_control's six standard tasks, TD3/SAC/MPO, 100k steps, host loop; gym: "
+        "Gymnasium HalfCheetah-v5 and Hopper-v5, SAC/TD3, 200k steps; playground: the same six "
+        "tasks on MuJoCo Playground, TD3/SAC/MPO, 100k steps, device pipeline",
     )
     parser.add_argument("--tasks", default=None, help="the suite's tasks, comma-separated")
     parser.add_argument("--learners", default=None, help="policies (default: the suite's)")
@@ -188,7 +222,7 @@ def run_flags(args: argparse.Namespace, task: str, learner: str) -> list[str]:
         "--policy", learner, *args.suite.task_flags(task),
         "--num_seeds", str(args.seeds), "--seed", "0", "--max_timesteps", str(args.steps),
         "--checkpoint_every", str(args.checkpoint_every), "--no_progress",
-        *shlex.split(args.flags),
+        *args.suite.learner_flags.get(learner, ()), *shlex.split(args.flags),
     ]  # fmt: skip
 
 
@@ -276,6 +310,18 @@ def reference_of(args: argparse.Namespace, learner: str, task: str) -> tuple[flo
     return args.suite.references.get(learner, {}).get(task)
 
 
+def table_tasks(args: argparse.Namespace) -> list[str]:
+    """The table's rows: every task of the suite, then any other task asked for, so that a
+    sitting narrowed to some tasks does not drop the others' rows."""
+    return list(dict.fromkeys([*args.suite.tasks, *args.tasks]))
+
+
+def device_of(result_dir: Path) -> str | None:
+    """The device a run trained on, as its config.json records it (the device pipeline's)."""
+    config = result_dir / "config.json"
+    return json.loads(config.read_text()).get("device") if config.exists() else None
+
+
 def write_table(args: argparse.Namespace) -> Path:
     """<out>.md: final return per task and learner, the references beside them, the compute."""
     suite, steps_k = args.suite, f"{args.steps // 1000}k"
@@ -284,18 +330,19 @@ def write_table(args: argparse.Namespace) -> Path:
         f"# {suite.title}, {steps_k} environment steps",
         "",
         f"Regenerate: `make {suite.make_target}` (`python -m jax_rl.results --suite "
-        f"{args.suite_name}`; resumable). Each cell: final evaluation return (10 episodes of "
-        f"the deterministic policy) at {args.steps:,} environment steps, mean ± 95% "
-        "confidence interval (Student's t) over seeds 0..n-1 trained as one vmapped "
-        "population on the host loop, with each learner's presets (`jax_rl/presets/`; "
-        f"{suite.note}). CSVs per agent: [`{args.out.name}/`]({args.out.name}/).",
+        f"{args.suite_name}`; resumable). Each cell: final evaluation return (the mean over "
+        f"the run's evaluation episodes of the deterministic policy) at {args.steps:,} "
+        "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
+        f"trained as one vmapped population on {suite.loop}, with each learner's presets "
+        f"(`jax_rl/presets/`; {suite.note}). CSVs per agent: "
+        f"[`{args.out.name}/`]({args.out.name}/).",
         "",
         "| task | " + " | ".join([*learners, *(f"published {p}, {steps_k}" for p in published)])
         + " |",
         "|---|" + "---|" * (len(learners) + len(published)),
     ]  # fmt: skip
     compute = []
-    for task in args.tasks:
+    for task in table_tasks(args):
         cells = []
         for learner in learners:
             result_dir = args.out / task / learner
@@ -303,7 +350,9 @@ def write_table(args: argparse.Namespace) -> Path:
             cells.append(cell_text(finals))
             seconds = wall_time(result_dir) if result_dir.is_dir() else None
             if seconds is not None:
-                compute.append(f"{learner} {task} {seconds / 60:.0f} min")
+                where = device_of(result_dir)
+                on = f" on {where}" if where and not where.startswith("cpu") else ""
+                compute.append(f"{learner} {task} {seconds / 60:.0f} min{on}")
         for learner in published:
             reference = reference_of(args, learner, task)
             cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-")
@@ -312,9 +361,8 @@ def write_table(args: argparse.Namespace) -> Path:
         "",
         f"Published figures: {suite.reference_source} (mean ± standard deviation as published).",
         "",
-        f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU): "
-        + ("; ".join(compute) if compute else "none yet")
-        + ".",
+        f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU "
+        "unless another device is named): " + ("; ".join(compute) if compute else "none yet") + ".",
         "",
         f"![learning curves]({args.out.name}.png)",
         "",
@@ -332,7 +380,7 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = [t for t in args.tasks if (args.out / t).is_dir()]
+    tasks = [t for t in table_tasks(args) if (args.out / t).is_dir()]
     if not tasks:
         return None
     cols = min(3, len(tasks))

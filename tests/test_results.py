@@ -112,3 +112,35 @@ def test_an_interrupted_table_continues_from_the_checkpoint_then_skips_what_is_d
     again = run_results(tmp_path)
     assert again.returncode == 0
     assert "TD3 on cartpole-swingup: already in" in again.stdout
+
+
+def test_a_sitting_narrowed_to_one_task_keeps_every_row_of_the_table(tmp_path):
+    out = tmp_path / "gym200k"
+    write_run(out / "HalfCheetah-v5" / "SAC", [5000.0, 5000.0, 5000.0], 200_000)
+    write_run(out / "Hopper-v5" / "SAC", [3000.0, 3000.0, 3000.0], 200_000)
+    args = results.parse_args(["--suite", "gym", "--tasks", "Hopper-v5", "--out", str(out)])
+    assert args.tasks == ["Hopper-v5"]  # what this sitting trains
+    table = results.write_table(args).read_text()
+    assert "| HalfCheetah-v5 | 5000 ± 0 | not run yet |" in table
+    assert "| Hopper-v5 | 3000 ± 0 | not run yet |" in table
+
+
+def test_the_playground_suite_trains_on_the_device_pipeline_with_mpo_solving_in_the_graph(
+    tmp_path,
+):
+    out = tmp_path / "playground100k"
+    write_run(out / "CartpoleSwingup" / "SAC", [800.0, 820.0, 840.0], 100_000)
+    (out / "CartpoleSwingup" / "SAC" / "config.json").write_text('{"device": "cuda:0"}')
+    args = results.parse_args(["--suite", "playground", "--out", str(out)])
+    assert args.tasks == [
+        "CartpoleSwingup", "WalkerWalk", "CheetahRun", "ReacherEasy", "FingerSpin", "BallInCup"
+    ]  # fmt: skip
+    mpo = results.run_flags(args, "CheetahRun", "MPO")
+    assert mpo[:4] == ["--policy", "MPO", "--env", "CheetahRun"]
+    assert mpo[-2:] == ["--dual_solver", "newton"]
+    assert "--dual_solver" not in results.run_flags(args, "CheetahRun", "SAC")
+    assert str(results.ROOT / "jax_rl" / "main_brax.py").endswith(args.suite.entry_point)
+    table = results.write_table(args).read_text()
+    assert "one vmapped population on the device pipeline" in table
+    assert "| CartpoleSwingup | not run yet | 820 ± 50 | not run yet | 835 ± 22 |" in table
+    assert "SAC CartpoleSwingup 10 min on cuda:0" in table

@@ -190,7 +190,6 @@ class TestEntryPoint:
         args = (*FLAGS, "--policy", "SAC", "--checkpoint_every", "256")
         assert_resumes_bitwise(run, args, tmp_path / "run", 256, reference)
 
-
     def test_a_population_of_two_sac_agents_learns_to_balance(self, tmp_path):
         """Two seeds in one vmapped run: each agent's deterministic policy, 86 and 62 at
         the start, ends above 170 after 6,000 steps (8 environments x 8 updates); the
