@@ -144,7 +144,10 @@ SUITES = {
         references={"SAC": {PLAYGROUND_OF_DMC[t]: v for t, v in CURL_STATE_SAC_100K.items()}},
         reference_steps=100_000,
         reference_source="CURL (Srinivas et al., 2020), Table 1, State SAC on dm_control's "
-        "tasks (C MuJoCo), 100k env steps; Playground's tasks are MJX ports of the same tasks",
+        "tasks (C MuJoCo), 100k env steps. Playground's tasks port dm_control's rewards and "
+        "control steps (1000-step episodes, no action repeat on these six); Playground itself "
+        "gives SAC no figure at 100k (its configuration trains 5M-10M steps: "
+        "mujoco_playground/config/dm_control_suite_params.py)",
         note="each task's environments, updates per iteration and episode length come from "
         "`jax_rl/envs/playground.py`, and MPO solves its temperature in the graph with "
         "`--dual_solver newton`",
