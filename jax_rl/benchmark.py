@@ -6,6 +6,7 @@
                                           # bench-population): N agents against one
     python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun   # the same DM
                                           # Control tasks on both loops (MJX vs C MuJoCo)
+    python -m jax_rl.benchmark --policies SAC --population 1,16,64 --playground CheetahRun
 
 A training step of the host loop is one dm_control environment step plus the
 loop's one jitted call (insert, sample a batch of 256, one update, next
@@ -377,7 +378,7 @@ def population_markdown(
     """The cost of training N agents together, against one."""
     one = next(r for r in rows if r["num_agents"] == 1)
     lines = [
-        f"# Populations on the Brax pipeline: {rows[0]['policy']}, {settings.env} "
+        f"# Populations on the device pipeline: {rows[0]['policy']}, {settings.env} "
         f"({settings.backend}), {settings.num_envs} envs x {settings.updates_per_step} updates "
         f"per iteration per agent, batch {settings.batch_size}",
         "",
@@ -531,7 +532,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         metavar="N,N,...",
         help="only time populations of these sizes on the Brax pipeline (first policy of "
-        "--policies), e.g. 1,4,16; writes population.md",
+        "--policies), e.g. 1,4,16, on halfcheetah or on the one task --playground names; "
+        "writes population.md",
     )
     return parser.parse_args(argv)
 
@@ -554,6 +556,8 @@ def check_args(args: argparse.Namespace) -> str | None:
     sizes = device_sizes(args)
     if any(v < 1 for v in sizes.values()):
         return f"Brax pipeline sizes must be positive, got {sizes}"
+    if args.population and args.playground and "," in args.playground.strip(","):
+        return "--population times one task: give --playground a single task"
     return None
 
 
@@ -574,6 +578,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     info = machine()
     if args.population:
+        if args.playground:  # the population's task is a Playground one, with its defaults
+            task = args.playground.strip(",")
+            problem = _unknown_playground_task([task])
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
+            device_settings = _playground_settings(args, task)[0]
         return _bench_population(args, names[0], info, device_settings)
     if args.playground:
         return _bench_playground(args, names, info)
@@ -643,7 +654,7 @@ def _bench_population(
         return 2
     rows = []
     for n in sizes:
-        print(f"timing {n} {name} agent(s) on the Brax pipeline ...", file=sys.stderr, flush=True)
+        print(f"timing {n} {name} agent(s) on the device pipeline ...", file=sys.stderr, flush=True)
         rows.append(bench_device_chunk(name, settings, num_agents=n))
     _write(
         Path(args.out),
@@ -680,14 +691,11 @@ def _playground_settings(
 
 def _bench_playground(args: argparse.Namespace, names: list[str], info: dict[str, Any]) -> int:
     """playground.md: each task's physics and training rates on both loops."""
-    from jax_rl.envs import UnknownEnvironmentError, playground
 
     tasks = [t for t in args.playground.split(",") if t]
-    try:
-        for task in tasks:
-            playground.check_environment(task)
-    except UnknownEnvironmentError as e:
-        print(f"error: {e}", file=sys.stderr)
+    problem = _unknown_playground_task(tasks)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     info = {**info, "load_average": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
     rows: list[dict[str, Any]] = []
@@ -703,6 +711,18 @@ def _bench_playground(args: argparse.Namespace, names: list[str], info: dict[str
     payload = {"machine": info, "settings": settings, "playground": rows}
     _write(Path(args.out), "playground", table, payload)
     return 0
+
+
+def _unknown_playground_task(tasks: list[str]) -> str | None:
+    """The registry's complaint about the first task it does not know, or None."""
+    from jax_rl.envs import UnknownEnvironmentError, playground
+
+    try:
+        for task in tasks:
+            playground.check_environment(task)
+    except UnknownEnvironmentError as e:
+        return str(e)
+    return None
 
 
 def _playground_rows(

@@ -102,7 +102,14 @@ def test_brax_only_benchmark_takes_the_sizes_given(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "args", [["--skip_host", "--skip_brax"], ["--num_envs", "0"], ["--policies", "PPO"]]
+    "args",
+    [
+        ["--skip_host", "--skip_brax"],
+        ["--num_envs", "0"],
+        ["--policies", "PPO"],
+        ["--population", "1,2", "--playground", "CartpoleSwingup,CheetahRun"],
+        ["--population", "1,2", "--playground", "CartpoleSwingUp"],
+    ],
 )
 def test_benchmark_refuses_bad_arguments(args, tmp_path, capsys):
     assert benchmark.main([*args, "--out", str(tmp_path)]) == 2
