@@ -248,4 +248,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from jax_rl import quiet
+
+    quiet.install()  # as the entry points do: no settotalmass warning per dm_control env
     sys.exit(main())
