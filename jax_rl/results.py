@@ -391,12 +391,14 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     size = (max(4 * cols, 6), 3.2 * rows + 0.4)
     fig, axes = plt.subplots(rows, cols, figsize=size, dpi=110, squeeze=False)
     for ax, task in zip(axes.flat, tasks, strict=False):
+        colors: dict[str, str] = {}
         for learner in args.suite.learners:
             paths = sorted((args.out / task / learner).rglob("evaluations.csv"))
             if not paths:
                 continue
             curve = plot.summarise({learner: paths})[learner]
-            ax.plot(curve["steps"], curve["mean"], label=f"{learner} ({len(paths)})")
+            (line,) = ax.plot(curve["steps"], curve["mean"], label=f"{learner} ({len(paths)})")
+            colors[learner] = line.get_color()
             ax.fill_between(
                 curve["steps"], curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"],
                 alpha=0.2,
@@ -404,7 +406,8 @@ def write_figure(args: argparse.Namespace) -> Path | None:
         for learner in args.suite.references:
             reference = reference_of(args, learner, task)
             if reference:
-                ax.axhline(reference[0], color="grey", linestyle="--", linewidth=1)
+                color = colors.get(learner, "grey")  # a reference in its learner's colour
+                ax.axhline(reference[0], color=color, linestyle="--", linewidth=1)
         ax.set_title(task, fontsize=10)
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
@@ -413,7 +416,8 @@ def write_figure(args: argparse.Namespace) -> Path | None:
         ax.axis("off")
     dashed = ", ".join(args.suite.references)
     fig.suptitle(
-        f"{args.suite.title}\neval return: mean, 95% CI over seeds; dashed: published {dashed}",
+        f"{args.suite.title}\neval return: mean, 95% CI over seeds; dashed: published {dashed} "
+        "(each in its learner's colour)",
         fontsize=10,
     )
     fig.tight_layout()
