@@ -362,7 +362,7 @@ def write_table(args: argparse.Namespace) -> Path:
         lines.append(f"| {task} | {' | '.join(cells)} |")
     lines += [
         "",
-        f"Published figures: {suite.reference_source} (mean ± standard deviation as published).",
+        f"Published figures (mean ± standard deviation as published): {suite.reference_source}.",
         "",
         f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU "
         "unless another device is named): " + ("; ".join(compute) if compute else "none yet") + ".",
