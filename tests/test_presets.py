@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = {
     "dm_control": ("jax_rl.main_dm_control", "DMControlBackend"),
     "brax": ("jax_rl.main_brax", "BraxBackend"),
+    "playground": ("jax_rl.main_brax", "BraxBackend"),
 }
 
 
@@ -114,13 +115,16 @@ def test_every_shipped_preset_is_a_valid_setting_of_its_entry_point(policy, pres
             assert fields[key] == expected, key
 
 
-def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_has_none():
+def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one():
     mpo = presets.resolve("MPO", "dm_control", "walker-walk")
     assert mpo.name == "dm_control/*" and mpo.settings["n_step"] == 5
     td3 = presets.resolve("TD3", "dm_control", "cartpole-swingup")
     assert td3.settings == {"exploration_decay": 30000, "initial_exploration_noise": 0.5}
     assert presets.resolve("TD3", "dm_control", "walker-walk") is None
     assert presets.resolve("SAC", "dm_control", "cartpole-swingup") is None
+    sac = presets.resolve("SAC", "playground", "CartpoleSwingup")
+    assert sac.name == "playground/CartpoleSwingup" and sac.settings == {"init_alpha": 0.1}
+    assert presets.resolve("SAC", "playground", "WalkerWalk") is None
 
 
 def settings_of(argv):
