@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from jax_rl import plot
+from jax_rl.envs import playground
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = ("TD3", "SAC", "MPO")
@@ -95,14 +96,10 @@ TIANSHOU_200K = {
     "TD3": {"HalfCheetah-v5": (6720.7, 617.2), "Hopper-v5": (887.2, 649.3)},
 }
 
-# dm_control's six standard tasks by their MuJoCo Playground names.
+# dm_control's tasks ("domain-task") by their MuJoCo Playground names, from the adapter's
+# own table of the pairs.
 PLAYGROUND_OF_DMC = {
-    "cartpole-swingup": "CartpoleSwingup",
-    "walker-walk": "WalkerWalk",
-    "cheetah-run": "CheetahRun",
-    "reacher-easy": "ReacherEasy",
-    "finger-spin": "FingerSpin",
-    "ball_in_cup-catch": "BallInCup",
+    f"{domain}-{task}": name for name, (domain, task) in playground.DM_CONTROL_TASKS.items()
 }
 
 SUITES = {
