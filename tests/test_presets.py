@@ -17,6 +17,7 @@ ENTRY_POINTS = {
     "dm_control": ("jax_rl.main_dm_control", "DMControlBackend"),
     "brax": ("jax_rl.main_brax", "BraxBackend"),
     "playground": ("jax_rl.main_brax", "BraxBackend"),
+    "gymnasium": ("jax_rl.main_gym", "GymnasiumBackend"),
 }
 
 

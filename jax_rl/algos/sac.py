@@ -48,7 +48,9 @@ class Config(flax.struct.PyTreeNode):
     actor_lr: float = common.field(3e-4, "Adam learning rate of the actor")
     critic_lr: float = common.field(3e-4, "Adam learning rate of the critics")
     alpha_lr: float = common.field(
-        3e-4, "Adam learning rate of log(alpha), the entropy temperature"
+        3e-4,
+        "Adam learning rate of log(alpha), the entropy temperature; 0 keeps alpha at "
+        "init_alpha (SAC with a fixed temperature, Haarnoja et al., 2018a)",
     )
     discount: float = common.field(0.99, "gamma, the per-step discount of future rewards")
     tau: float = common.field(0.005, "Polyak rate of the target critics")
@@ -62,7 +64,8 @@ class Config(flax.struct.PyTreeNode):
         common.check_init(self)
         common.check_fields(
             self,
-            positive=("actor_lr", "critic_lr", "alpha_lr", "init_alpha"),
+            positive=("actor_lr", "critic_lr", "init_alpha"),
+            non_negative=("alpha_lr",),
             unit_interval=("discount", "tau"),
         )
 

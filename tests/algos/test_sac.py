@@ -100,6 +100,17 @@ def test_update_changes_everything_it_should():
     )
 
 
+def test_a_zero_alpha_learning_rate_keeps_the_temperature_fixed():
+    state = hand_state(alpha_lr=0.0)
+    update = jax.jit(sac.update)
+    for i in range(3):
+        state, metrics = update(state, batch(), jax.random.key(i))
+    assert float(state.log_alpha) == float(jnp.log(jnp.float32(ALPHA)))
+    np.testing.assert_allclose(metrics["dual/alpha"], ALPHA, rtol=1e-6)
+    with pytest.raises(ValueError, match="alpha_lr"):
+        sac.Config(alpha_lr=-1e-4)
+
+
 def test_target_entropy_defaults_to_minus_action_size():
     state = sac.init(jax.random.key(0), 3, 4, sac.Config(hidden_sizes=(4,)))
     assert float(state.config.target_entropy_per_dim) * state.action_size == -4.0
