@@ -41,6 +41,17 @@ from jax_rl.envs import playground
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = ("TD3", "SAC", "MPO")
 COPIED = ("*.csv", "*.json", "*.md")  # what of a run lands in the repository (no checkpoints)
+REFERENCE_STYLES = ("--", ":", "-.")  # the figure's line for each published column
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """One published column of a table: whose figures, beside which learner, from where."""
+
+    column: str  # the table's header, e.g. "CURL State SAC"
+    learner: str  # the learner it is set beside (its colour in the figure)
+    values: dict[str, tuple[float, float]]  # task -> (mean, spread as published)
+    source: str  # the citation, and what its spread and seeds are
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +64,8 @@ class Suite:
     learners: tuple[str, ...]
     steps: int
     out_stem: str  # docs/results/<out_stem><steps/1000>k
-    references: dict[str, dict[str, tuple[float, float]]]  # learner -> task -> (mean, spread)
+    references: tuple[Reference, ...]
     reference_steps: int  # the step count the references hold at
-    reference_source: str
     note: str  # what the table's reader must know about the settings
     make_target: str
     loop: str = "the host loop"  # which of the two training loops the entry point drives
@@ -77,7 +87,8 @@ class Suite:
 # Published state-based SAC at 100k environment steps (mean, standard deviation), from
 # CURL (Srinivas, Laskin & Abbeel, ICML 2020), Table 1, column "State SAC", "100K step
 # scores": SAC on proprioceptive states. The table counts environment steps (its pixel
-# methods' action repeat included), the definition we use.
+# methods' action repeat included), the definition we use. CURL does not say how its State
+# SAC was configured or how many seeds it ran.
 CURL_STATE_SAC_100K = {
     "cartpole-swingup": (835.0, 22.0),
     "walker-walk": (891.0, 82.0),
@@ -87,14 +98,61 @@ CURL_STATE_SAC_100K = {
     "ball_in_cup-catch": (746.0, 91.0),
 }
 
+# State-based SAC in TD-MPC2's published results (Hansen, Su & Wang, ICLR 2024; repository
+# nicklashansen/tdmpc2, results/sac/<task>.csv): the evaluation return at 100k environment
+# steps of its 3 seeds, their mean and sample standard deviation (computed here from the
+# CSVs; per seed: cartpole 834.3/844.8/825.8, walker 697.1/509.6/917.8, cheetah
+# 362.4/331.1/236.9, reacher 813.4/68.4/739.3, finger 743.5/774.1/769.6, cup
+# 970.1/949.2/955.0).
+TDMPC2_SAC_100K = {
+    "cartpole-swingup": (835.0, 9.5),
+    "walker-walk": (708.2, 204.3),
+    "cheetah-run": (310.1, 65.3),
+    "reacher-easy": (540.4, 410.4),
+    "finger-spin": (762.4, 16.5),
+    "ball_in_cup-catch": (958.1, 10.8),
+}
+
+DMC_REFERENCES = (
+    Reference(
+        "CURL State SAC",
+        "SAC",
+        CURL_STATE_SAC_100K,
+        "CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps (seeds and "
+        "settings not given)",
+    ),
+    Reference(
+        "TD-MPC2 SAC",
+        "SAC",
+        TDMPC2_SAC_100K,
+        "TD-MPC2 (Hansen et al., 2024), its state-based SAC baseline, nicklashansen/tdmpc2 "
+        "results/sac/<task>.csv, the return at 100k env steps, mean ± sample standard "
+        "deviation of its 3 seeds (computed from the CSVs)",
+    ),
+)
+
 # Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/benchmark/<Env>-v3/<algo>/
 # test_rew_10seeds.csv): the test return at 200k environment steps, mean and standard
 # deviation over 10 seeds, on Gym's v3 tasks; ours are Gymnasium's v5 versions of the same
 # tasks, so the comparison is close, not exact.
-TIANSHOU_200K = {
-    "SAC": {"HalfCheetah-v5": (8207.6, 928.3), "Hopper-v5": (3234.4, 314.2)},
-    "TD3": {"HalfCheetah-v5": (6720.7, 617.2), "Hopper-v5": (887.2, 649.3)},
-}
+TIANSHOU_SOURCE = (
+    "Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/benchmark/<Env>-v3/"
+    "<algo>/test_rew_10seeds.csv), Gym v3, 10 seeds, at 200k env steps"
+)
+TIANSHOU_200K = (
+    Reference(
+        "Tianshou SAC",
+        "SAC",
+        {"HalfCheetah-v5": (8207.6, 928.3), "Hopper-v5": (3234.4, 314.2)},
+        TIANSHOU_SOURCE,
+    ),
+    Reference(
+        "Tianshou TD3",
+        "TD3",
+        {"HalfCheetah-v5": (6720.7, 617.2), "Hopper-v5": (887.2, 649.3)},
+        TIANSHOU_SOURCE,
+    ),
+)
 
 # dm_control's tasks ("domain-task") by their MuJoCo Playground names, from the adapter's
 # own table of the pairs.
@@ -110,9 +168,8 @@ SUITES = {
         learners=LEARNERS,
         steps=100_000,
         out_stem="dmc",
-        references={"SAC": CURL_STATE_SAC_100K},
+        references=DMC_REFERENCES,
         reference_steps=100_000,
-        reference_source="CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps",
         note="the MPO entry `dm_control/*` was measured on cartpole-swingup only, so the "
         "other five tasks are held out for it",
         make_target="results",
@@ -126,8 +183,6 @@ SUITES = {
         out_stem="gym",
         references=TIANSHOU_200K,
         reference_steps=200_000,
-        reference_source="Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/"
-        "benchmark/<Env>-v3/<algo>/test_rew_10seeds.csv), Gym v3, 10 seeds, at 200k env steps",
         note="no preset was tuned on these tasks: every cell is the learner's defaults",
         make_target="gym-results",
     ),
@@ -138,16 +193,21 @@ SUITES = {
         learners=LEARNERS,
         steps=100_000,
         out_stem="playground",
-        references={"SAC": {PLAYGROUND_OF_DMC[t]: v for t, v in CURL_STATE_SAC_100K.items()}},
+        references=tuple(
+            dataclasses.replace(
+                ref,
+                values={PLAYGROUND_OF_DMC[t]: v for t, v in ref.values.items()},
+                source=f"{ref.source}, on dm_control's tasks (C MuJoCo)",
+            )
+            for ref in DMC_REFERENCES
+        ),
         reference_steps=100_000,
-        reference_source="CURL (Srinivas et al., 2020), Table 1, State SAC on dm_control's "
-        "tasks (C MuJoCo), 100k env steps. Playground's tasks port dm_control's rewards and "
-        "control steps (1000-step episodes, no action repeat on these six); Playground itself "
-        "gives SAC no figure at 100k (its configuration trains 5M-10M steps: "
-        "mujoco_playground/config/dm_control_suite_params.py)",
         note="each task's environments, updates per iteration and episode length come from "
         "`jax_rl/envs/playground.py`, and MPO solves its temperature in the graph with "
-        "`--dual_solver newton`",
+        "`--dual_solver newton`. The published figures are dm_control's: Playground's tasks "
+        "port its rewards and control steps (1000-step episodes, no action repeat on these "
+        "six), and Playground itself gives SAC no figure at 100k (its configuration trains "
+        "5M-10M steps: mujoco_playground/config/dm_control_suite_params.py)",
         make_target="playground-results",
         loop="the device pipeline",
         learner_flags={"MPO": ("--dual_solver", "newton")},
@@ -303,11 +363,11 @@ def cell_text(finals: list[float]) -> str:
     return f"{mean:.0f} ± {half:.0f}"
 
 
-def reference_of(args: argparse.Namespace, learner: str, task: str) -> tuple[float, float] | None:
-    """The published (mean, spread) for this cell, where one is known at these steps."""
+def reference_of(args: argparse.Namespace, ref: Reference, task: str) -> tuple[float, float] | None:
+    """`ref`'s published (mean, spread) on `task`, where it holds one at these steps."""
     if args.steps != args.suite.reference_steps:
         return None
-    return args.suite.references.get(learner, {}).get(task)
+    return ref.values.get(task)
 
 
 def table_tasks(args: argparse.Namespace) -> list[str]:
@@ -325,7 +385,7 @@ def device_of(result_dir: Path) -> str | None:
 def write_table(args: argparse.Namespace) -> Path:
     """<out>.md: final return per task and learner, the references beside them, the compute."""
     suite, steps_k = args.suite, f"{args.steps // 1000}k"
-    learners, published = suite.learners, list(suite.references)
+    learners, published = suite.learners, suite.references
     lines = [
         f"# {suite.title}, {steps_k} environment steps",
         "",
@@ -337,7 +397,7 @@ def write_table(args: argparse.Namespace) -> Path:
         f"(`jax_rl/presets/`; {suite.note}). CSVs per agent: "
         f"[`{args.out.name}/`]({args.out.name}/).",
         "",
-        "| task | " + " | ".join([*learners, *(f"published {p}, {steps_k}" for p in published)])
+        "| task | " + " | ".join([*learners, *(f"{ref.column}, {steps_k}" for ref in published)])
         + " |",
         "|---|" + "---|" * (len(learners) + len(published)),
     ]  # fmt: skip
@@ -353,13 +413,15 @@ def write_table(args: argparse.Namespace) -> Path:
                 where = device_of(result_dir)
                 on = f" on {where}" if where and not where.startswith("cpu") else ""
                 compute.append(f"{learner} {task} {seconds / 60:.0f} min{on}")
-        for learner in published:
-            reference = reference_of(args, learner, task)
+        for ref in published:
+            reference = reference_of(args, ref, task)
             cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-")
         lines.append(f"| {task} | {' | '.join(cells)} |")
     lines += [
         "",
-        f"Published figures (mean ± standard deviation as published): {suite.reference_source}.",
+        "Published figures (mean ± standard deviation):",
+        "",
+        *(f"- {ref.column}: {ref.source}." for ref in published),
         "",
         f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU "
         "unless another device is named): " + ("; ".join(compute) if compute else "none yet") + ".",
@@ -371,6 +433,10 @@ def write_table(args: argparse.Namespace) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     return path
+
+
+def reference_styles(args: argparse.Namespace) -> list[str]:
+    return [REFERENCE_STYLES[i % len(REFERENCE_STYLES)] for i in range(len(args.suite.references))]
 
 
 def write_figure(args: argparse.Namespace) -> Path | None:
@@ -400,21 +466,24 @@ def write_figure(args: argparse.Namespace) -> Path | None:
                 curve["steps"], curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"],
                 alpha=0.2,
             )  # fmt: skip
-        for learner in args.suite.references:
-            reference = reference_of(args, learner, task)
+        for ref, style in zip(args.suite.references, reference_styles(args), strict=True):
+            reference = reference_of(args, ref, task)
             if reference:
-                color = colors.get(learner, "grey")  # a reference in its learner's colour
-                ax.axhline(reference[0], color=color, linestyle="--", linewidth=1)
+                color = colors.get(ref.learner, "grey")  # a reference in its learner's colour
+                ax.axhline(reference[0], color=color, linestyle=style, linewidth=1)
         ax.set_title(task, fontsize=10)
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
-    dashed = ", ".join(args.suite.references)
+    lines = ", ".join(
+        f"{style} {ref.column}"
+        for ref, style in zip(args.suite.references, reference_styles(args), strict=True)
+    )
     fig.suptitle(
-        f"{args.suite.title}\neval return: mean, 95% CI over seeds; dashed: published {dashed} "
-        "(each in its learner's colour)",
+        f"{args.suite.title}\neval return: mean, 95% CI over seeds; published ({lines}) "
+        "in its learner's colour",
         fontsize=10,
     )
     fig.tight_layout()

@@ -40,8 +40,17 @@ def test_table_cells_are_mean_and_t_interval_beside_the_published_figure(tmp_pat
     table = results.write_table(args).read_text()
     # 3 seeds: mean 820, std 20, t(0.975, 2) = 4.303 -> 4.303 * 20 / sqrt(3) = 49.7.
     # 2 seeds: mean 810, std 14.14, t(0.975, 1) = 12.71 -> 12.71 * 14.14 / sqrt(2) = 127.
-    assert "| cartpole-swingup | 820 ± 50 | 810 ± 127 | not run yet | 835 ± 22 |" in table
-    assert "| walker-walk | not run yet | not run yet | not run yet | 891 ± 82 |" in table
+    assert (
+        "| task | TD3 | SAC | MPO | CURL State SAC, 100k | TD-MPC2 SAC, 100k |" in table
+    )  # every published column, each cited below the table
+    assert (
+        "| cartpole-swingup | 820 ± 50 | 810 ± 127 | not run yet | 835 ± 22 | 835 ± 10 |" in table
+    )
+    assert (
+        "| walker-walk | not run yet | not run yet | not run yet | 891 ± 82 | 708 ± 204 |" in table
+    )
+    assert "- CURL State SAC: CURL (Srinivas et al., 2020), Table 1" in table
+    assert "- TD-MPC2 SAC: TD-MPC2 (Hansen et al., 2024)" in table
     assert "TD3 cartpole-swingup 10 min; SAC cartpole-swingup 10 min" in table
     assert results.write_figure(args).exists()
 
@@ -57,7 +66,7 @@ def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
         "--policy", "SAC", "--env", "Hopper-v5"
     ]  # fmt: skip
     table = results.write_table(args).read_text()
-    assert "| task | SAC | TD3 | published SAC, 200k | published TD3, 200k |" in table
+    assert "| task | SAC | TD3 | Tianshou SAC, 200k | Tianshou TD3, 200k |" in table
     # mean 3100, std 100, t(0.975, 2) = 4.303 -> 4.303 * 100 / sqrt(3) = 248.4.
     assert "| Hopper-v5 | 3100 ± 248 | not run yet | 3234 ± 314 | 887 ± 649 |" in table
     # At other step counts no published figure stands beside ours.
