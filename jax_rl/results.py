@@ -126,8 +126,10 @@ DMC_REFERENCES = (
         "SAC",
         TDMPC2_SAC_100K,
         "TD-MPC2 (Hansen et al., 2024), its state-based SAC baseline, nicklashansen/tdmpc2 "
-        "results/sac/<task>.csv, the return at 100k env steps, mean ± sample standard "
-        "deviation of its 3 seeds (computed from the CSVs)",
+        "results/sac/<task>.csv, the return at step 100k, mean ± sample standard "
+        "deviation of its 3 seeds (computed from the CSVs; TD-MPC2's dm_control wrapper "
+        "repeats each action twice, and the CSVs do not say whether their steps count "
+        "the repeats)",
     ),
 )
 
