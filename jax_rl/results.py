@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import shlex
 import shutil
@@ -438,10 +439,6 @@ def write_table(args: argparse.Namespace) -> Path:
     return path
 
 
-def reference_styles(args: argparse.Namespace) -> list[str]:
-    return [REFERENCE_STYLES[i % len(REFERENCE_STYLES)] for i in range(len(args.suite.references))]
-
-
 def write_figure(args: argparse.Namespace) -> Path | None:
     """<out>.png: one panel per task, each learner's mean with its 95% CI band."""
     import matplotlib
@@ -452,6 +449,7 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     tasks = [t for t in table_tasks(args) if (args.out / t).is_dir()]
     if not tasks:
         return None
+    styled = list(zip(args.suite.references, itertools.cycle(REFERENCE_STYLES)))
     cols = min(3, len(tasks))
     rows = -(-len(tasks) // cols)
     size = (max(4 * cols, 6), 3.2 * rows + 0.4)
@@ -469,7 +467,7 @@ def write_figure(args: argparse.Namespace) -> Path | None:
                 curve["steps"], curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"],
                 alpha=0.2,
             )  # fmt: skip
-        for ref, style in zip(args.suite.references, reference_styles(args), strict=True):
+        for ref, style in styled:
             reference = reference_of(args, ref, task)
             if reference:
                 color = colors.get(ref.learner, "grey")  # a reference in its learner's colour
@@ -480,10 +478,7 @@ def write_figure(args: argparse.Namespace) -> Path | None:
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
-    lines = ", ".join(
-        f"{style} {ref.column}"
-        for ref, style in zip(args.suite.references, reference_styles(args), strict=True)
-    )
+    lines = ", ".join(f"{style} {ref.column}" for ref, style in styled)
     fig.suptitle(
         f"{args.suite.title}\neval return: mean, 95% CI over seeds; published ({lines}) "
         "in its learner's colour",
