@@ -421,11 +421,14 @@ def write_table(args: argparse.Namespace) -> Path:
             reference = reference_of(args, ref, task)
             cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-")
         lines.append(f"| {task} | {' | '.join(cells)} |")
+    by_source: dict[str, list[str]] = {}  # columns citing one source share its line
+    for ref in published:
+        by_source.setdefault(ref.source, []).append(ref.column)
     lines += [
         "",
         "Published figures (mean ± standard deviation):",
         "",
-        *(f"- {ref.column}: {ref.source}." for ref in published),
+        *(f"- {', '.join(columns)}: {source}." for source, columns in by_source.items()),
         "",
         f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU "
         "unless another device is named): " + ("; ".join(compute) if compute else "none yet") + ".",

@@ -69,6 +69,9 @@ def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
     assert "| task | SAC | TD3 | Tianshou SAC, 200k | Tianshou TD3, 200k |" in table
     # mean 3100, std 100, t(0.975, 2) = 4.303 -> 4.303 * 100 / sqrt(3) = 248.4.
     assert "| Hopper-v5 | 3100 ± 248 | not run yet | 3234 ± 314 | 887 ± 649 |" in table
+    # Both columns come from one benchmark, cited once.
+    assert table.count("thu-ml/tianshou") == 1
+    assert "- Tianshou SAC, Tianshou TD3: Tianshou's MuJoCo benchmark" in table
     # At other step counts no published figure stands beside ours.
     other = results.parse_args(["--suite", "gym", "--steps", "1000", "--out", str(out)])
     other_table = results.write_table(other).read_text()
