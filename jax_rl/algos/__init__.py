@@ -5,11 +5,17 @@
     update(state, batch: Transition, key) -> (state, metrics: dict[str, scalar])
 
 `act` and `update` are pure and jittable; `deterministic` is static.
+
+A module may also set `CPU_COMPILER_OPTIONS`, XLA options its update compiles with
+on a CPU (see `compiler_options`).
 """
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
+
+import jax
 
 from jax_rl.algos import mpo, sac, td3
 
@@ -31,3 +37,28 @@ def get(name: str) -> ModuleType:
             f"policy {name} is not available yet; available: {', '.join(sorted(ALGORITHMS))}"
         )
     raise UnknownPolicyError(f"unknown policy {name!r}; choose from {', '.join(POLICY_CHOICES)}")
+
+
+def compiler_options(algo: ModuleType) -> dict[str, str] | None:
+    """XLA options for the jitted calls that run `algo`'s update on this backend.
+
+    The learner's `CPU_COMPILER_OPTIONS` when JAX runs on a CPU and this XLA
+    accepts them; otherwise None (XLA's defaults): the options are CPU code
+    generation choices that change speed, not what is computed.
+    """
+    options = getattr(algo, "CPU_COMPILER_OPTIONS", None)
+    if not options or jax.default_backend() != "cpu":
+        return None
+    items = tuple(sorted(options.items()))
+    return dict(items) if _accepted(items) else None
+
+
+@functools.cache
+def _accepted(items: tuple[tuple[str, str], ...]) -> bool:
+    """Whether this XLA compiles a trivial function with these options (an XLA
+    that lacks one refuses it at compile time)."""
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=dict(items)).lower(1.0).compile()
+    except Exception:  # noqa: BLE001 - any refusal means: compile without them
+        return False
+    return True

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_rl import population
+from jax_rl import algos, population
 from jax_rl import replay as replay_lib
 from jax_rl.checkpoint import all_finite
 from jax_rl.envs import HostEnv, random_state_from_json, random_state_to_json
@@ -214,7 +214,7 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
 
     return StepFunctions(
         collect=jax.jit(collect, donate_argnums=0),
-        learn=jax.jit(learn, donate_argnums=0),
+        learn=jax.jit(learn, donate_argnums=0, compiler_options=algos.compiler_options(algo)),
         act_deterministic=jax.jit(act_deterministic),
     )
 

@@ -256,3 +256,19 @@ def test_metric_sums_reset_without_recompiling():
     assert len(rows) == 1 and np.isfinite(rows[0]["loss/critic"])
     learner, _ = fns.learn(learner, row, obs)
     assert fns.learn._cache_size() == 1
+
+
+def test_learn_compiles_with_the_learners_compiler_options(monkeypatch):
+    """The loop's learning call is compiled with `algos.compiler_options` of its learner
+    (MPO's CPU fusion choice): an option XLA lacks, handed in there, reaches XLA."""
+    asked = []
+
+    def options(algo):
+        asked.append(algo)
+        return {"xla_cpu_no_such_option": "1"}
+
+    monkeypatch.setattr(host.algos, "compiler_options", options)
+    fns, learner, row, obs = learner_past_warmup(mpo)
+    assert asked == [mpo]
+    with pytest.raises(Exception, match="xla_cpu_no_such_option"):
+        fns.learn(learner, row, obs)
