@@ -189,6 +189,7 @@ class Settings:
     preset: presets.Preset | None
     preset_applied: dict[str, Any]
     task: str
+    user_flags: dict[str, Any]  # the settings given on the command line, as parsed
 
     def preset_record(self) -> dict[str, Any] | None:
         """The preset as config.json records it."""
@@ -202,17 +203,37 @@ class Settings:
         }
 
     def resolution(self) -> str:
-        """The settings' origin, for the start-up line."""
+        """The settings' origin, for the start-up line: defaults -> preset -> the user's flags."""
         policy = self.args.policy
         if self.preset is None:
             how = "paper" if self.args.preset == presets.PAPER else "none for this task"
-            return f"{policy} defaults (preset: {how})"
-        applied = ", ".join(f"{k}={v}" for k, v in self.preset_applied.items()) or "nothing"
-        text = f"{policy} defaults -> preset {self.preset.name} ({applied})"
-        overridden = self.preset_record()["overridden_by_flags"]  # type: ignore[index]
-        if overridden:
-            text += f" -> your flags ({', '.join(f'--{k}' for k in overridden)})"
+            text = f"{policy} defaults (preset: {how})"
+        else:
+            applied = ", ".join(f"{k}={v}" for k, v in self.preset_applied.items()) or "nothing"
+            text = f"{policy} defaults -> preset {self.preset.name} ({applied})"
+        if self.user_flags:
+            text += f" -> your flags ({', '.join(map(_flag_text, self.user_flags.items()))})"
         return text
+
+
+def _flag_text(item: tuple[str, Any]) -> str:
+    """One setting as it would be typed: `--n_step 2`, `--hidden_sizes 64,64`, `--flag`."""
+    key, value = item
+    if isinstance(value, bool):  # a store_true flag, given
+        return f"--{key}"
+    if isinstance(value, list | tuple):
+        value = ",".join(map(str, value))
+    return f"--{key} {value}"
+
+
+def user_settings(
+    args: argparse.Namespace, given: set[str], env_fields: dict[str, Any]
+) -> dict[str, Any]:
+    """The settings the user gave (not what runs or where: policy, seeds, the task, paths);
+    a sweepable flag given one value is that value."""
+    skip = NOT_IN_PRESETS | set(env_fields)
+    values = {key: getattr(args, key) for key in sorted(given - skip)}
+    return {k: v[0] if isinstance(v, list) and len(v) == 1 else v for k, v in values.items()}
 
 
 def resolve_settings(
@@ -231,16 +252,19 @@ def resolve_settings(
         preset = presets.resolve(args.policy, backend.kind, task, args.preset)
     except presets.PresetError as e:
         cli.fail(str(e))
-    applied = {}
+    applied, given = {}, explicit_flags(parser, argv)
     if preset is not None:
-        applied = apply_preset(parser, args, preset, explicit_flags(parser, argv))
+        applied = apply_preset(parser, args, preset, given)
     cli.check_save_dir(args)
     algo, algo_config, sweep = cli.build_algo_config(args)
     loop_config = cli.build_loop_config(
         backend.loop_config_class, args, **backend.loop_fields(args)
     )
     agents = cli.population_of(args, sweep)
-    return Settings(args, algo, algo_config, sweep, loop_config, agents, preset, applied, task)
+    flags = user_settings(args, given, backend.env_fields(args))
+    return Settings(
+        args, algo, algo_config, sweep, loop_config, agents, preset, applied, task, flags
+    )
 
 
 def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Backend) -> int:
@@ -307,6 +331,7 @@ def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, contr
         **backend.env_fields(args),
         **trainer.config_fields(),
         "preset": s.preset_record(),
+        "flags": s.user_flags,
         "loop": dataclasses.asdict(loop_config),
         "algo": dataclasses.asdict(s.algo_config),
     }

@@ -80,6 +80,9 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     config = json.loads((out / "config.json").read_text())
     preset = {"TD3": "dm_control/cartpole-swingup", "SAC": None, "MPO": "dm_control/*"}[policy]
     assert (config["preset"] or {}).get("name") == preset
+    assert config["flags"]["hidden_sizes"] == [32, 32] and config["flags"]["eval_freq"] == 150
+    assert "policy" not in config["flags"] and "save_dir" not in config["flags"]
+    assert "-> your flags (--batch_size 32, --eval_episodes 1" in result.stderr
     if policy == "TD3":
         assert config["algo"]["exploration_decay"] == 30000
         assert "preset dm_control/cartpole-swingup (exploration_decay=30000" in result.stderr

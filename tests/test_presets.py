@@ -143,11 +143,31 @@ def test_the_users_flags_win_over_the_preset_and_the_record_says_so(tmp_path):
     assert "n_step" not in record["applied"] and record["applied"]["epsilon_std"] == 1e-5
     assert s.resolution() == (
         "MPO defaults -> preset dm_control/* (target_update_period=100, input_layer=layernorm, "
-        "epsilon_std=1e-05) -> your flags (--n_step)"
+        "epsilon_std=1e-05) -> your flags (--n_step 2)"
     )
     paper = settings_of([*base, "--preset", "paper"])
     assert paper.preset is None and paper.loop_config.n_step == 1
     assert paper.resolution() == "MPO defaults (preset: paper)"
+
+
+def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path):
+    # Not only those that override the preset: a flag on a task without a preset, run
+    # flags and sweeps too; the task, the seeds and the paths are not settings.
+    argv = ["--policy", "SAC", "--domain_name", "walker", "--task_name", "walk"]
+    argv += ["--num_seeds", "2", "--save_dir", str(tmp_path / "run"), "--init_alpha", "0.1"]
+    argv += ["--hidden_sizes", "64,64", "--max_timesteps", "30000", "--actor_lr", "1e-3,3e-4"]
+    s = settings_of(argv)
+    assert s.user_flags == {
+        "actor_lr": [1e-3, 3e-4],
+        "hidden_sizes": (64, 64),
+        "init_alpha": 0.1,
+        "max_timesteps": 30000,
+    }
+    assert s.resolution() == (
+        "SAC defaults (preset: none for this task) -> your flags (--actor_lr 0.001,0.0003, "
+        "--hidden_sizes 64,64, --init_alpha 0.1, --max_timesteps 30000)"
+    )
+    assert settings_of(argv[:10]).resolution() == "SAC defaults (preset: none for this task)"
 
 
 @pytest.mark.parametrize(
