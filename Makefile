@@ -56,8 +56,9 @@ bench-quick: init
 
 # The standard DM Control table (docs/results/dmc100k.md): 6 tasks x TD3, SAC, MPO x 3
 # seeds, 100k steps, with the presets; about 10 hours on the 2-core CPU. Resumable: run it
-# again and it skips finished cells and continues the interrupted one from its checkpoint
-# (in RESULTS_RUNS; keep it where a new clone of the work tree does not remove it).
+# again and it skips finished cells (unless a preset or flag has changed their settings since)
+# and continues the interrupted one from its checkpoint (in RESULTS_RUNS; keep it where a
+# new clone of the work tree does not remove it).
 # Narrow it with RESULTS_FLAGS, e.g. RESULTS_FLAGS="--tasks walker-walk --learners SAC".
 RESULTS_RUNS ?= runs/results
 RESULTS_FLAGS ?=

@@ -12,9 +12,11 @@ count and the published figures the table sets beside ours (`SUITES`).
 Each (task, learner) cell is one run of the suite's entry point with its presets
 (`--preset auto`): a vmapped population of `--seeds` agents, seeds 0..n-1,
 checkpointed every `--checkpoint_every` steps into `--runs_dir`. A cell whose
-results are already under `--out` is skipped; a cell with a checkpoint in
-`--runs_dir` continues from it (`--resume`); so the same command, run again,
-picks up where the last sitting stopped. Each finished run's CSVs, configs and
+results are already under `--out` is skipped, unless the settings it resolves to now
+(a preset edited since, other `--flags`) differ from those its results ran with:
+then it trains again; a cell with a checkpoint in `--runs_dir` continues from it
+(`--resume`); so the same command, run again, picks up where the last sitting
+stopped. Each finished run's CSVs, configs and
 summaries are copied to `--out/<task>/<learner>/`; the table goes to
 `<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
 figures and their source) and the figure, a panel per task, to `<out>.png`.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import itertools
 import json
 import shlex
@@ -33,6 +36,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +65,7 @@ class Suite:
 
     title: str
     entry_point: str  # jax_rl/<this>
+    backend: str  # the entry point's Backend class (jax_rl.driver.Backend)
     tasks: tuple[str, ...]
     learners: tuple[str, ...]
     steps: int
@@ -167,6 +172,7 @@ SUITES = {
     "dmc": Suite(
         title="DM Control Suite, state observations",
         entry_point="main_dm_control.py",
+        backend="DMControlBackend",
         tasks=tuple(CURL_STATE_SAC_100K),
         learners=LEARNERS,
         steps=100_000,
@@ -180,6 +186,7 @@ SUITES = {
     "gym": Suite(
         title="Gymnasium MuJoCo",
         entry_point="main_gym.py",
+        backend="GymnasiumBackend",
         tasks=("HalfCheetah-v5", "Hopper-v5"),
         learners=("SAC", "TD3"),
         steps=200_000,
@@ -193,6 +200,7 @@ SUITES = {
     "playground": Suite(
         title="DM Control Suite on MuJoCo Playground (MJX), device pipeline",
         entry_point="main_brax.py",
+        backend="BraxBackend",
         tasks=tuple(PLAYGROUND_OF_DMC[t] for t in CURL_STATE_SAC_100K),
         learners=LEARNERS,
         steps=100_000,
@@ -300,10 +308,58 @@ def finished(result_dir: Path, seeds: int, steps: int) -> bool:
     return agents == seeds and data.get("env_steps_per_agent", data.get("env_steps")) == steps
 
 
-def train_cell(args: argparse.Namespace, task: str, learner: str, label: str) -> bool:
-    """Train (or continue) one cell; copy its results into the repository. False on failure."""
+def resolved_settings(args: argparse.Namespace, task: str, learner: str) -> dict[str, Any]:
+    """The settings the cell's run resolves to now (learner defaults -> presets -> flags), as
+    its config.json records them: {"loop": ..., "algo": ..., "sweep": ...}. Bad flags or a
+    bad preset exit 2 with the entry point's one line, before anything trains."""
+    from jax_rl import driver
+
+    entry = importlib.import_module(f"jax_rl.{Path(args.suite.entry_point).stem}")
+    argv = [*run_flags(args, task, learner), "--save_dir", str(args.runs_dir / "probe")]
+    s = driver.resolve_settings(entry.build_parser(), getattr(entry, args.suite.backend)(), argv)
+    record = {
+        "loop": dataclasses.asdict(s.loop_config),
+        "algo": dataclasses.asdict(s.algo_config),
+        "sweep": s.sweep,
+    }
+    return json.loads(json.dumps(record))  # tuples as config.json has them: lists
+
+
+def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
+    """What differs between a run's config.json and `now` ("algo.init_alpha 1.0 -> 0.1").
+    A setting the config does not record (added to the learners since it ran) is not
+    compared; nor is a run without a config.json."""
+    if not config.exists():
+        return []
+    recorded = json.loads(config.read_text())
+    changes = []
+    for part in ("loop", "algo"):
+        before = recorded.get(part, {})
+        for key, value in now[part].items():
+            if key in before and before[key] != value:
+                changes.append(f"{part}.{key} {before[key]} -> {value}")
+    if recorded.get("sweep", {}) != now["sweep"]:
+        changes.append(f"sweep {recorded.get('sweep', {})} -> {now['sweep']}")
+    return changes
+
+
+def train_cell(
+    args: argparse.Namespace, task: str, learner: str, label: str, settings: dict[str, Any]
+) -> bool:
+    """Train (or continue) one cell; copy its results into the repository. False on failure.
+    A run in `--runs_dir` with other settings than `settings` is moved aside, not resumed."""
     run_dir = args.runs_dir / f"{learner}-{task}"
     flags = run_flags(args, task, learner)
+    changes = changed_settings(run_dir / "config.json", settings)
+    if changes:
+        aside = run_dir.with_name(f"{run_dir.name}.replaced")
+        shutil.rmtree(aside, ignore_errors=True)
+        run_dir.rename(aside)
+        print(
+            f"{label} {learner} on {task}: the run in {run_dir} has other settings "
+            f"({'; '.join(changes)}); moved to {aside}",
+            flush=True,
+        )
     checkpoints = run_dir / "checkpoints"
     if checkpoints.is_dir() and any(checkpoints.iterdir()):
         flags += ["--resume", str(run_dir)]
@@ -499,12 +555,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = [(t, p) for t in args.tasks for p in args.learners]
     failed = []
     if not args.table_only:
+        import jax
+
+        # This process only reads settings (the runs are subprocesses): keep it off any
+        # accelerator, whose memory the runs need.
+        jax.config.update("jax_platforms", "cpu")
         for i, (task, learner) in enumerate(cells, 1):
             label = f"[{i}/{len(cells)}]"
-            if finished(args.out / task / learner, args.seeds, args.steps):
-                print(f"{label} {learner} on {task}: already in {args.out}; skipped")
-                continue
-            if not train_cell(args, task, learner, label):
+            settings = resolved_settings(args, task, learner)
+            result_dir = args.out / task / learner
+            if finished(result_dir, args.seeds, args.steps):
+                changes = changed_settings(result_dir / "config.json", settings)
+                if not changes:
+                    print(f"{label} {learner} on {task}: already in {args.out}; skipped")
+                    continue
+                print(
+                    f"{label} {learner} on {task}: its results in {args.out} ran with other "
+                    f"settings ({'; '.join(changes)}); training it again",
+                    flush=True,
+                )
+            if not train_cell(args, task, learner, label, settings):
                 failed.append(f"{learner} on {task}")
             write_table(args)
     table = write_table(args)

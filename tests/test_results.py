@@ -156,3 +156,68 @@ def test_the_playground_suite_trains_on_the_device_pipeline_with_mpo_solving_in_
     assert "one vmapped population on the device pipeline" in table
     assert "| CartpoleSwingup | not run yet | 820 ± 50 | not run yet | 835 ± 22 |" in table
     assert "SAC CartpoleSwingup 10 min on cuda:0" in table
+
+
+def dmc_args(tmp_path, *more):
+    return results.parse_args(
+        ["--tasks", "cartpole-swingup", "--runs_dir", str(tmp_path / "runs"),
+         "--out", str(tmp_path / "out"), *more]
+    )  # fmt: skip
+
+
+def test_a_cells_settings_resolve_through_its_preset_and_its_flags(tmp_path):
+    td3 = results.resolved_settings(dmc_args(tmp_path), "cartpole-swingup", "TD3")
+    assert td3["algo"]["exploration_decay"] == 30000  # the task's preset
+    assert td3["loop"]["max_timesteps"] == 100_000 and td3["sweep"] == {}
+    paper = dmc_args(tmp_path, "--flags", "--preset paper --tau 0.01")
+    td3_paper = results.resolved_settings(paper, "cartpole-swingup", "TD3")
+    assert td3_paper["algo"]["exploration_decay"] == 0 and td3_paper["algo"]["tau"] == 0.01
+
+
+def test_a_finished_cell_trains_again_when_its_settings_changed_and_only_then(
+    tmp_path, monkeypatch, capsys
+):
+    args = dmc_args(tmp_path, "--learners", "SAC")
+    now = results.resolved_settings(args, "cartpole-swingup", "SAC")
+    assert now["algo"]["tau"] == 0.005
+    cell = tmp_path / "out" / "cartpole-swingup" / "SAC"
+    write_run(cell, [700.0, 800.0, 900.0], 100_000)
+    older = {"loop": now["loop"], "algo": {**now["algo"], "tau": 0.01}, "sweep": {}}
+    del older["algo"]["alpha_lr"]  # a setting added since the run: not compared
+    (cell / "config.json").write_text(json.dumps(older))
+    assert results.changed_settings(cell / "config.json", now) == ["algo.tau 0.01 -> 0.005"]
+    assert results.changed_settings(tmp_path / "no-config.json", now) == []
+
+    trained = []
+    monkeypatch.setattr(results, "train_cell", lambda *a: trained.append(a[1:3]) or True)
+    argv = ["--tasks", "cartpole-swingup", "--learners", "SAC", "--runs_dir"]
+    argv += [str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
+    assert results.main(argv) == 0
+    assert trained == [("cartpole-swingup", "SAC")]
+    assert "ran with other settings (algo.tau 0.01 -> 0.005); training it again" in (
+        capsys.readouterr().out
+    )
+    (cell / "config.json").write_text(json.dumps(now))  # the same settings: skipped
+    assert results.main(argv) == 0
+    assert trained == [("cartpole-swingup", "SAC")]
+    assert "SAC on cartpole-swingup: already in" in capsys.readouterr().out
+
+
+def test_a_run_with_other_settings_is_moved_aside_and_a_fresh_one_started(tmp_path, monkeypatch):
+    args = dmc_args(tmp_path, "--learners", "SAC")
+    now = results.resolved_settings(args, "cartpole-swingup", "SAC")
+    run_dir = tmp_path / "runs" / "SAC-cartpole-swingup"
+    (run_dir / "checkpoints" / "5000").mkdir(parents=True)
+    older = {**now, "algo": {**now["algo"], "discount": 0.98}}
+    (run_dir / "config.json").write_text(json.dumps(older))
+    calls = []
+    monkeypatch.setattr(results.subprocess, "call", lambda argv, **_: calls.append(argv) or 1)
+    assert not results.train_cell(args, "cartpole-swingup", "SAC", "[1/1]", now)
+    aside = tmp_path / "runs" / "SAC-cartpole-swingup.replaced"
+    assert (aside / "checkpoints" / "5000").is_dir()
+    assert "--save_dir" in calls[0] and "--resume" not in calls[0]
+    # A run with these settings is continued.
+    (run_dir / "checkpoints" / "5000").mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(now))
+    assert not results.train_cell(args, "cartpole-swingup", "SAC", "[1/1]", now)
+    assert calls[1][calls[1].index("--resume") + 1] == str(run_dir)
