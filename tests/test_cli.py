@@ -78,7 +78,7 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     assert (out / "config.json").exists() and (out / "agent.msgpack").stat().st_size > 0
     # The task's preset (jax_rl/presets/), recorded in config.json and named on start-up.
     config = json.loads((out / "config.json").read_text())
-    preset = {"TD3": "dm_control/cartpole-swingup", "SAC": None, "MPO": "dm_control/*"}[policy]
+    preset = {"MPO": "dm_control/*"}.get(policy, "dm_control/cartpole-swingup")
     assert (config["preset"] or {}).get("name") == preset
     assert config["flags"]["hidden_sizes"] == [32, 32] and config["flags"]["eval_freq"] == 150
     assert "policy" not in config["flags"] and "save_dir" not in config["flags"]
@@ -119,7 +119,7 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--policy", "MPO", "--epsilon_std=-inf"], "--epsilon_std: expected finite numbers"),
         (["--noise_color", "nan"], "--noise_color: expected a finite number, got 'nan'"),
         (["--preset", "bogus"], "unknown preset 'bogus' for TD3; choose from auto, paper"),
-        (["--policy", "SAC", "--preset", "dm_control/cartpole-swingup"], "unknown preset"),
+        (["--policy", "SAC", "--preset", "dm_control/walker-walk"], "unknown preset"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
