@@ -202,6 +202,13 @@ class Settings:
             "overridden_by_flags": sorted(set(self.preset.settings) - set(self.preset_applied)),
         }
 
+    def recorded(self) -> dict[str, Any]:
+        """The resolved settings as config.json records them (what `make results` compares)."""
+        return {
+            "loop": dataclasses.asdict(self.loop_config),
+            "algo": dataclasses.asdict(self.algo_config),
+        }
+
     def resolution(self) -> str:
         """The settings' origin, for the start-up line: defaults -> preset -> the user's flags."""
         policy = self.args.policy
@@ -332,8 +339,7 @@ def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, contr
         **trainer.config_fields(),
         "preset": s.preset_record(),
         "flags": s.user_flags,
-        "loop": dataclasses.asdict(loop_config),
-        "algo": dataclasses.asdict(s.algo_config),
+        **s.recorded(),
     }
     cli.write_configs(logger, run_config, agents, configs, s.sweep, args.policy)
     logger.message(f"training {trainer.describe(loop_config)}; writing to {save_dir}")

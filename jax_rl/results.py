@@ -317,11 +317,7 @@ def resolved_settings(args: argparse.Namespace, task: str, learner: str) -> dict
     entry = importlib.import_module(f"jax_rl.{Path(args.suite.entry_point).stem}")
     argv = [*run_flags(args, task, learner), "--save_dir", str(args.runs_dir / "probe")]
     s = driver.resolve_settings(entry.build_parser(), getattr(entry, args.suite.backend)(), argv)
-    record = {
-        "loop": dataclasses.asdict(s.loop_config),
-        "algo": dataclasses.asdict(s.algo_config),
-        "sweep": s.sweep,
-    }
+    record = {**s.recorded(), "sweep": s.sweep}
     return json.loads(json.dumps(record))  # tuples as config.json has them: lists
 
 
