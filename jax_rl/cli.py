@@ -68,11 +68,21 @@ def finite_float(text: str) -> float:
     return value
 
 
+def parse_bool(text: str) -> bool:
+    """true/false (also 1/0, yes/no, on/off; any case), an argparse type."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
 def _flag_type(default: Any, static: bool) -> Any:
     if isinstance(default, tuple):
         return _parse_sizes
     if isinstance(default, bool):
-        raise TypeError("boolean config fields are not supported as flags")
+        return parse_bool
     if isinstance(default, float):
         return finite_float if static else _parse_floats
     return type(default)
@@ -318,12 +328,15 @@ def add_policy_flags(parser: argparse.ArgumentParser) -> None:
             shown = default if len(owners) == 1 else "per policy"
             text = ",".join(map(str, default)) if isinstance(default, tuple) else shown
             sweepable = isinstance(default, float) and not static
+            # A switch: `--normalize_obs` alone turns it on, `--normalize_obs false` off.
+            switch = {"nargs": "?", "const": True} if isinstance(default, bool) else {}
             group.add_argument(
                 f"--{field}",
                 type=_flag_type(default, static),
                 default=None,
                 help=f"{doc} (default: {text}; {'/'.join(owners)})"
                 + ("; comma-separated values sweep it" if sweepable else ""),
+                **switch,
             )
             seen[field] = name
 

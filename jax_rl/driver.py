@@ -226,8 +226,8 @@ class Settings:
 def _flag_text(item: tuple[str, Any]) -> str:
     """One setting as it would be typed: `--n_step 2`, `--hidden_sizes 64,64`, `--flag`."""
     key, value = item
-    if isinstance(value, bool):  # a store_true flag, given
-        return f"--{key}"
+    if isinstance(value, bool):  # a switch (or a store_true flag), given
+        return f"--{key}" if value else f"--{key} false"
     if isinstance(value, list | tuple):
         value = ",".join(map(str, value))
     return f"--{key} {value}"
@@ -264,6 +264,14 @@ def resolve_settings(
         applied = apply_preset(parser, args, preset, given)
     cli.check_save_dir(args)
     algo, algo_config, sweep = cli.build_algo_config(args)
+    if getattr(algo_config, "exploration_noise_min", 0) > 0 and not getattr(
+        backend.loop_config_class, "draws_per_episode", False
+    ):
+        cli.fail(
+            "--exploration_noise_min draws an exploration std per environment and episode, "
+            "which the device pipeline (main_brax.py) does; the host loop explores with "
+            "--exploration_noise"
+        )
     loop_config = cli.build_loop_config(
         backend.loop_config_class, args, **backend.loop_fields(args)
     )

@@ -27,6 +27,7 @@ devices; each agent writes its files in a folder of its own,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="k: gradient updates per iteration, one step of every environment "
         f"({task_default.format(brax=defaults.updates_per_step)})",
+    )
+    parser.add_argument(
+        "--asymmetric_obs",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="for a Playground task observing `state` and `privileged_state`: auto/on give "
+        "the actor the state and the critics the privileged state (on: refuse a task "
+        "without them); off: both see the state (jax_rl/envs/observation.py)",
     )
     parser.add_argument(
         "--episode_length",
@@ -118,6 +127,13 @@ class BraxBackend:
         check_environment(args.env, args.backend)
         if is_playground(args):
             self.kind, self.run_prefix = "playground", "playground-"
+        elif args.asymmetric_obs == "on":
+            from jax_rl.envs import UnknownEnvironmentError
+
+            raise UnknownEnvironmentError(
+                f"--asymmetric_obs on: Brax's {args.env} observes an array, not a dict with "
+                "'state' and 'privileged_state'; use --asymmetric_obs auto or off"
+            )
 
     def task(self, args: argparse.Namespace) -> str:
         return args.env
@@ -134,6 +150,7 @@ class BraxBackend:
             from jax_rl.envs import playground
 
             fields["action_repeat"] = playground.task_defaults(args.env).action_repeat
+            fields["asymmetric_obs"] = args.asymmetric_obs
         return fields
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
@@ -154,9 +171,26 @@ class BraxBackend:
         from jax_rl.trainers import DeviceTrainer
 
         if is_playground(args):
+            from jax_rl import algos, cli
             from jax_rl.envs import playground
+            from jax_rl.envs.observation import NoPrivilegedStateError
 
-            env = playground.make_env(args.env, self.physics(args), loop_config.episode_length)
+            try:
+                env = playground.make_env(
+                    args.env,
+                    self.physics(args),
+                    loop_config.episode_length,
+                    asymmetric_obs=args.asymmetric_obs,
+                )
+            except NoPrivilegedStateError as e:
+                cli.fail(str(e))
+            learner_fields = {f.name for f in dataclasses.fields(algos.get(args.policy).Config)}
+            if env.actor_obs_size and "actor_obs_size" not in learner_fields:
+                cli.fail(
+                    f"{args.env} gives the critics a privileged state, which --policy "
+                    f"{args.policy} cannot split from the actor's; use TD3 or SAC, or "
+                    "--asymmetric_obs off"
+                )
             return DeviceTrainer(env)
         from jax_rl.envs.brax import BraxEnv
 

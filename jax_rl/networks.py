@@ -21,25 +21,30 @@ from jax.typing import ArrayLike
 
 INITS = ("pytorch", "lecun")
 INPUT_LAYERS = ("relu", "layernorm")
+# The dtype of the matrix products (parameters stay float32): "bf16" runs them in
+# bfloat16, as mixed-precision training does on accelerators.
+MATMUL_DTYPES = {"float32": None, "bf16": jnp.bfloat16}
 LAYER_NORM_EPSILON = 1e-6  # flax.linen.LayerNorm's default
 
 
-def dense(features: int, fan_in: int, layer_init: str) -> nn.Dense:
+def dense(features: int, fan_in: int, layer_init: str, dtype: Any = None) -> nn.Dense:
     """A linear layer with one of two initialisations.
 
     "pytorch": kernel and bias uniform in +-1/sqrt(fan_in), as PyTorch's
     `nn.Linear` and so the reference TD3 code; "lecun": Flax's default, LeCun
     normal kernel and zero bias. On cartpole-swingup TD3 learned much faster
     with the first and SAC with the second (docs/results/README.md), so each
-    learner's Config chooses.
+    learner's Config chooses. `dtype` is the computation's (None: float32); the
+    parameters are float32 whatever it is.
     """
     if layer_init == "lecun":
-        return nn.Dense(features)
+        return nn.Dense(features, dtype=dtype)
     if layer_init != "pytorch":
         raise ValueError(f"layer_init must be one of {', '.join(INITS)}, got {layer_init!r}")
     bound = 1.0 / math.sqrt(fan_in)
     return nn.Dense(
         features,
+        dtype=dtype,
         kernel_init=nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform"),
         bias_init=lambda key, shape, dtype=jnp.float32: jax.random.uniform(
             key, shape, dtype, -bound, bound
@@ -85,32 +90,42 @@ class MLP(nn.Module):
     output_size: int
     layer_init: str = "pytorch"
     input_layer: str = "relu"
+    matmul_dtype: str = "float32"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         if self.input_layer not in INPUT_LAYERS:
             choices = ", ".join(INPUT_LAYERS)
             raise ValueError(f"input_layer must be one of {choices}, got {self.input_layer!r}")
+        dtype = MATMUL_DTYPES[self.matmul_dtype]
         for i, size in enumerate(self.hidden_sizes):
-            x = dense(size, x.shape[-1], self.layer_init)(x)
+            x = dense(size, x.shape[-1], self.layer_init, dtype)(x)
             if i == 0 and self.input_layer == "layernorm":
                 x = jnp.tanh(LayerNorm()(x))
             else:
                 x = nn.relu(x)
-        return dense(self.output_size, x.shape[-1], self.layer_init)(x)
+        out = dense(self.output_size, x.shape[-1], self.layer_init, dtype)(x)
+        return out.astype(jnp.float32)
 
 
 class Critic(nn.Module):
-    """Q(s, a): obs [B, O], action [B, A] -> [B]."""
+    """Q(s, a): obs [B, O], action [B, A] -> [B]; with num_atoms K > 0 the logits [B, K]
+    of a categorical value distribution instead (`jax_rl.algos.categorical`)."""
 
     hidden_sizes: Sequence[int]
     layer_init: str = "pytorch"
     input_layer: str = "relu"
+    num_atoms: int = 0
+    matmul_dtype: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        return MLP(self.hidden_sizes, 1, self.layer_init, self.input_layer)(x)[..., 0]
+        outputs = max(self.num_atoms, 1)
+        out = MLP(self.hidden_sizes, outputs, self.layer_init, self.input_layer, self.matmul_dtype)(
+            x
+        )
+        return out if self.num_atoms else out[..., 0]
 
 
 def critic_many_actions(
@@ -180,6 +195,8 @@ class EnsembleCritic(nn.Module):
     hidden_sizes: Sequence[int]
     num_members: int = 2
     layer_init: str = "pytorch"
+    num_atoms: int = 0
+    matmul_dtype: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
@@ -191,7 +208,14 @@ class EnsembleCritic(nn.Module):
             out_axes=0,
             axis_size=self.num_members,
         )
-        return ensemble(self.hidden_sizes, self.layer_init, name="members")(obs, action)
+        member = ensemble(
+            self.hidden_sizes,
+            self.layer_init,
+            num_atoms=self.num_atoms,
+            matmul_dtype=self.matmul_dtype,
+            name="members",
+        )
+        return member(obs, action)
 
 
 def ensemble_member(ensemble_params: dict, index: int) -> dict:
@@ -206,10 +230,14 @@ class DeterministicPolicy(nn.Module):
     hidden_sizes: Sequence[int]
     action_size: int
     layer_init: str = "pytorch"
+    matmul_dtype: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return jnp.tanh(MLP(self.hidden_sizes, self.action_size, self.layer_init)(obs))
+        mlp = MLP(
+            self.hidden_sizes, self.action_size, self.layer_init, matmul_dtype=self.matmul_dtype
+        )
+        return jnp.tanh(mlp(obs))
 
 
 class GaussianPolicy(nn.Module):
@@ -224,10 +252,13 @@ class GaussianPolicy(nn.Module):
     log_std_min: float = -5.0
     log_std_max: float = 2.0
     layer_init: str = "pytorch"
+    matmul_dtype: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        out = MLP(self.hidden_sizes, 2 * self.action_size, self.layer_init)(obs)
+        out = MLP(
+            self.hidden_sizes, 2 * self.action_size, self.layer_init, matmul_dtype=self.matmul_dtype
+        )(obs)
         mean, log_std = jnp.split(out, 2, axis=-1)
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
 

@@ -105,6 +105,8 @@ class DeviceTrainer:
 
         from jax_rl.loops import device
 
+        if self.env.actor_obs_size:  # [state | privileged state]: the actor sees the state
+            configs = [c.replace(actor_obs_size=self.env.actor_obs_size) for c in configs]
         result = device.train_population(
             algo, configs, seeds, self.env, loop_config, logger, control
         )

@@ -8,6 +8,7 @@ split into optax's `scale_by_adam` and a multiplication by that traced rate.
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -23,20 +24,23 @@ _ADAM = optax.scale_by_adam()
 ConfigT = TypeVar("ConfigT")
 
 
-def field(default: Any, doc: str, static: bool = False) -> Any:
+def field(default: Any, doc: str, static: bool = False, flag: bool = True) -> Any:
     """A config field with its one-line doc (shown by the CLIs' --help).
 
     Static fields (shapes, counts) are part of the compiled program; the others
-    are traced values, so changing them never recompiles.
+    are traced values, so changing them never recompiles. A field with
+    flag=False is set by the environment, not by the user (no command-line flag).
     """
-    return flax.struct.field(pytree_node=not static, default=default, metadata={"doc": doc})
+    metadata = {"doc": doc, "flag": flag}
+    return flax.struct.field(pytree_node=not static, default=default, metadata=metadata)
 
 
 def describe(config_class: type) -> list[tuple[str, Any, str, bool]]:
-    """(name, default, doc, static) for each field of a config class."""
+    """(name, default, doc, static) for each field of a config class that is a flag."""
     return [
         (f.name, f.default, f.metadata.get("doc", ""), not f.metadata.get("pytree_node", True))
         for f in dataclasses.fields(config_class)
+        if f.metadata.get("flag", True)
     ]
 
 
@@ -110,9 +114,101 @@ def adam_init(params: Any) -> optax.OptState:
 
 
 def adam_step(
-    params: Any, grads: Any, opt_state: optax.OptState, learning_rate: ArrayLike
+    params: Any,
+    grads: Any,
+    opt_state: optax.OptState,
+    learning_rate: ArrayLike,
+    weight_decay: ArrayLike = 0.0,
 ) -> tuple[Any, optax.OptState]:
-    """One Adam step (betas 0.9, 0.999; eps 1e-8) with a traced learning rate."""
+    """One Adam step (betas 0.9, 0.999; eps 1e-8) with a traced learning rate; with
+    weight_decay > 0 AdamW's decoupled decay (Loshchilov and Hutter, 2019):
+    p <- p - lr * (adam_update + weight_decay * p), on every parameter."""
     updates, opt_state = _ADAM.update(grads, opt_state, params)
-    params = jax.tree_util.tree_map(lambda p, u: p - learning_rate * u, params, updates)
+    params = jax.tree_util.tree_map(
+        lambda p, u: p - learning_rate * (u + weight_decay * p), params, updates
+    )
     return params, opt_state
+
+
+# --- The accelerator-scale recipe: fields TD3 and SAC share --------------------------
+
+
+def check_recipe(config: Any) -> None:
+    """Raise ValueError for a bad critic kind, atom count, value range, width or dtype."""
+    from jax_rl.algos.categorical import CRITICS
+    from jax_rl.networks import MATMUL_DTYPES
+
+    if config.critic not in CRITICS:
+        raise ValueError(f"critic must be one of {', '.join(CRITICS)}, got {config.critic!r}")
+    if not isinstance(config.num_atoms, int) or config.num_atoms < 2:
+        raise ValueError(f"num_atoms must be an integer >= 2, got {config.num_atoms!r}")
+    low, high = config.v_min, config.v_max
+    if is_concrete_number(low) and is_concrete_number(high):
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ValueError(f"v_min and v_max must be finite, got {low} and {high}")
+        if not low < high:
+            raise ValueError(f"v_min must be below v_max, got v_min {low} >= v_max {high}")
+    for name in ("actor_hidden_sizes", "critic_hidden_sizes"):
+        sizes = getattr(config, name)
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
+            raise ValueError(f"{name} must be positive integers, got {sizes!r}")
+    if config.matmul_dtype not in MATMUL_DTYPES:
+        choices = ", ".join(MATMUL_DTYPES)
+        raise ValueError(f"matmul_dtype must be one of {choices}, got {config.matmul_dtype!r}")
+
+
+def actor_sizes(config: Any) -> tuple[int, ...]:
+    """The actor's hidden sizes: actor_hidden_sizes, or hidden_sizes where empty."""
+    return tuple(config.actor_hidden_sizes) or tuple(config.hidden_sizes)
+
+
+def critic_sizes(config: Any) -> tuple[int, ...]:
+    """Each critic's hidden sizes: critic_hidden_sizes, or hidden_sizes where empty."""
+    return tuple(config.critic_hidden_sizes) or tuple(config.hidden_sizes)
+
+
+def num_atoms(config: Any) -> int:
+    """The critic's outputs per (s, a): 0 for a scalar Q, K for a categorical one."""
+    return config.num_atoms if config.critic == "categorical" else 0
+
+
+def views(config: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(what the actor sees, what the critics see) of obs [..., O].
+
+    With actor_obs_size S > 0 the observation is [state (S) | privileged state]
+    (asymmetric actor-critic, `jax_rl.envs.observation`): the actor sees the first
+    S features, the critics the rest. Otherwise both see it all.
+    """
+    size = config.actor_obs_size
+    if size == 0:
+        return obs, obs
+    return obs[..., :size], obs[..., size:]
+
+
+def init_obs_stats(config: Any, obs_size: int) -> Any:
+    """The state's observation statistics: fresh ones with normalize_obs, else None."""
+    from jax_rl import normalization
+
+    return normalization.init_stats(obs_size) if config.normalize_obs else None
+
+
+def observe(state: Any, obs: jax.Array) -> Any:
+    """The learner's state with collected observations obs [B, O] merged into its
+    statistics (`jax_rl.normalization`); unchanged without normalize_obs."""
+    from jax_rl import normalization
+
+    if state.obs_stats is None:
+        return state
+    return state.replace(obs_stats=normalization.merge(state.obs_stats, obs))
+
+
+def normalize_batch(state: Any, batch: Any) -> Any:
+    """The batch with obs and next_obs standardised by the state's statistics."""
+    from jax_rl import normalization
+
+    if state.obs_stats is None:
+        return batch
+    return batch.replace(
+        obs=normalization.normalize(state.obs_stats, batch.obs),
+        next_obs=normalization.normalize(state.obs_stats, batch.next_obs),
+    )

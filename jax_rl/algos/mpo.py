@@ -78,6 +78,7 @@ import optax
 import scipy.optimize
 from jax.typing import ArrayLike
 
+from jax_rl import normalization
 from jax_rl.algos import common
 from jax_rl.networks import (
     INPUT_LAYERS,
@@ -155,6 +156,9 @@ class Config(flax.struct.PyTreeNode):
     init_temperature: float = common.field(1.0, "initial temperature eta (of both E-steps)")
     init_alpha_mean: float = common.field(1.0, "initial multiplier of the mean KL constraint")
     init_alpha_std: float = common.field(10.0, "initial multiplier of the std KL constraint")
+    normalize_obs: bool = common.field(
+        False, "standardise observations with running statistics", static=True
+    )
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
@@ -202,6 +206,7 @@ class State(flax.struct.PyTreeNode):
     alpha_params: dict[str, jax.Array]  # {"mean": [A], "std": [A]}, alpha = softplus(.)
     alpha_opt_state: optax.OptState
     step: jax.Array
+    obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -420,6 +425,7 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
         alpha_params=alpha_params,
         alpha_opt_state=common.adam_init(alpha_params),
         step=jnp.int32(0),
+        obs_stats=common.init_obs_stats(config, obs_size),
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -431,16 +437,21 @@ def act(
     key: jax.Array,
     deterministic: bool,
     noise: jax.Array | None = None,
+    episode_draw: jax.Array | None = None,
 ) -> jax.Array:
-    """obs [B, O] -> the mean if deterministic, else a Gaussian sample, clipped to [-1, 1]
-    (its standard-normal draw from `key`, or `noise` [B, A] where given)."""
+    """obs [B, O] (raw) -> the mean if deterministic, else a Gaussian sample, clipped to
+    [-1, 1] (its standard-normal draw from `key`, or `noise` [B, A] where given).
+    `episode_draw` (a per-environment draw some learners explore with) is unused."""
     actor, _ = _networks(state)
-    mean, log_std = actor.apply(state.actor_params, obs)
+    mean, log_std = actor.apply(state.actor_params, normalization.normalize(state.obs_stats, obs))
     if deterministic:
         return mean
     if noise is None:
         noise = jax.random.normal(key, mean.shape)
     return clip_action(mean + jnp.exp(log_std) * noise)
+
+
+observe = common.observe
 
 
 def _new_temperature(
@@ -552,7 +563,9 @@ def update_targets(target: Any, online: Any, state: State) -> Any:
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """Critic by TD, then E-step and M-step of the policy, then the targets."""
+    """Critic by TD, then E-step and M-step of the policy, then the targets. batch holds
+    raw observations (normalised here with the state's statistics)."""
+    batch = common.normalize_batch(state, batch)
     critic_key, policy_key = jax.random.split(key)
     state, loss_critic = _update_critic(state, batch, critic_key)
     state, metrics = _update_policy(state, batch.obs, policy_key)

@@ -14,6 +14,17 @@ to the deterministic action, clipped to [-1, 1]. Optionally (exploration_decay
 > 0, off by default) the exploration std starts higher and falls linearly to
 exploration_noise, as DrQ-v2 schedules its DDPG's noise. `d` is the transition's
 discount mask (0 only at a true terminal; see `jax_rl.transition.Transition`).
+
+The accelerator-scale recipe (FastTD3, Seo et al., 2025), every part off by
+default: a categorical critic (`critic = "categorical"`, `jax_rl.algos.categorical`:
+the critics' loss is the cross-entropy to the projected target distribution of
+the critic with the lower mean, and the actor maximises the first critic's
+mean); observation normalisation (`normalize_obs`, `jax_rl.normalization`);
+separate actor and critic widths; AdamW's decoupled weight decay; bf16 matrix
+products; an asymmetric actor and critics (`actor_obs_size`, set by the
+environment); and an exploration std drawn per environment at each episode
+start, uniform in [exploration_noise_min, exploration_noise], where the loop
+hands `act` that draw (`episode_draw`; the device pipeline does).
 """
 
 from __future__ import annotations
@@ -25,7 +36,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jax_rl.algos import common
+from jax_rl import normalization
+from jax_rl.algos import categorical, common
 from jax_rl.networks import (
     Critic,
     DeterministicPolicy,
@@ -68,10 +80,39 @@ class Config(flax.struct.PyTreeNode):
     initial_exploration_noise: float = common.field(
         1.0, "exploration std at update 0, the start of the schedule, when exploration_decay > 0"
     )
+    exploration_noise_min: float = common.field(
+        0.0,
+        "> 0: each environment draws its exploration std uniformly in [this, "
+        "exploration_noise] at every episode start (FastTD3's std_min; device pipeline)",
+    )
+    # The accelerator-scale recipe (the same fields as SAC's).
+    actor_hidden_sizes: tuple[int, ...] = common.field(
+        (), "hidden layer sizes of the actor (empty: hidden_sizes)", static=True
+    )
+    critic_hidden_sizes: tuple[int, ...] = common.field(
+        (), "hidden layer sizes of each critic (empty: hidden_sizes)", static=True
+    )
+    critic: str = common.field(
+        "scalar", "critic: scalar (published) or categorical (C51 distribution)", static=True
+    )
+    num_atoms: int = common.field(101, "atoms of the categorical critic", static=True)
+    v_min: float = common.field(-100.0, "lowest atom of the categorical critic")
+    v_max: float = common.field(100.0, "highest atom of the categorical critic")
+    weight_decay: float = common.field(0.0, "AdamW's decoupled weight decay (0: Adam)")
+    normalize_obs: bool = common.field(
+        False, "standardise observations with running statistics", static=True
+    )
+    matmul_dtype: str = common.field(
+        "float32", "dtype of the matrix products: float32 or bf16", static=True
+    )
+    actor_obs_size: int = common.field(
+        0, "features of the observation the actor sees (0: all)", static=True, flag=False
+    )
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
         common.check_init(self)
+        common.check_recipe(self)
         common.check_fields(
             self,
             positive=("actor_lr", "critic_lr"),
@@ -81,6 +122,8 @@ class Config(flax.struct.PyTreeNode):
                 "exploration_noise",
                 "exploration_decay",
                 "initial_exploration_noise",
+                "exploration_noise_min",
+                "weight_decay",
             ),
             unit_interval=("discount", "tau"),
             positive_ints=("policy_freq",),
@@ -96,43 +139,74 @@ class State(flax.struct.PyTreeNode):
     critic_opt_state: optax.OptState
     actor_loss: jax.Array  # loss at the latest (delayed) actor update, for metrics
     step: jax.Array  # updates done so far
+    obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
 
 def _networks(config: Config, action_size: int) -> tuple[DeterministicPolicy, EnsembleCritic]:
-    actor = DeterministicPolicy(config.hidden_sizes, action_size, layer_init=config.layer_init)
-    return actor, EnsembleCritic(config.hidden_sizes, layer_init=config.layer_init)
+    actor = DeterministicPolicy(
+        common.actor_sizes(config),
+        action_size,
+        layer_init=config.layer_init,
+        matmul_dtype=config.matmul_dtype,
+    )
+    critic = EnsembleCritic(
+        common.critic_sizes(config),
+        layer_init=config.layer_init,
+        num_atoms=common.num_atoms(config),
+        matmul_dtype=config.matmul_dtype,
+    )
+    return actor, critic
+
+
+def _atoms(config: Config) -> jax.Array:
+    return categorical.support(config.v_min, config.v_max, config.num_atoms)
 
 
 def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
-    """y [B]: TD target with target policy smoothing and clipped double Q."""
+    """The TD target with target policy smoothing and clipped double Q: y [B], or for a
+    categorical critic the projected target distribution [B, K]. batch is normalised."""
     actor, critic = _networks(state.config, state.action_size)
     cfg = state.config
+    actor_obs, critic_obs = common.views(cfg, batch.next_obs)
     noise = cfg.policy_noise * jax.random.normal(key, batch.action.shape)
     noise = jnp.clip(noise, -cfg.noise_clip, cfg.noise_clip)
-    next_action = jnp.clip(
-        actor.apply(state.target_actor_params, batch.next_obs) + noise, -1.0, 1.0
-    )
-    next_q = critic.apply(state.target_critic_params, batch.next_obs, next_action).min(axis=0)
-    return batch.reward + cfg.discount * batch.discount * next_q
+    next_action = jnp.clip(actor.apply(state.target_actor_params, actor_obs) + noise, -1.0, 1.0)
+    next_out = critic.apply(state.target_critic_params, critic_obs, next_action)
+    if cfg.critic == "categorical":
+        discount = cfg.discount * batch.discount
+        return categorical.target_distribution(next_out, _atoms(cfg), batch.reward, discount)
+    return batch.reward + cfg.discount * batch.discount * next_out.min(axis=0)
 
 
 def critic_loss(
     critic_params: Any, state: State, batch: Transition, target: jax.Array
 ) -> jax.Array:
-    """sum over critics of mean_B (Q_i(s, a) - y)^2; target y [B] is a constant."""
+    """sum over critics of mean_B (Q_i(s, a) - y)^2, target y [B]; for a categorical
+    critic their cross-entropies to the target distribution [B, K]. target is a constant."""
     _, critic = _networks(state.config, state.action_size)
-    q = critic.apply(critic_params, batch.obs, batch.action)  # [E, B]
-    return ((q - target[None]) ** 2).mean(axis=1).sum()
+    _, critic_obs = common.views(state.config, batch.obs)
+    out = critic.apply(critic_params, critic_obs, batch.action)  # [E, B] or [E, B, K]
+    if state.config.critic == "categorical":
+        return categorical.cross_entropy(out, target)
+    return ((out - target[None]) ** 2).mean(axis=1).sum()
 
 
 def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> jax.Array:
-    """-mean_B Q_1(s, pi(s)); obs [B, O]."""
-    actor, _ = _networks(state.config, state.action_size)
+    """-mean_B Q_1(s, pi(s)) (a categorical critic's Q: its mean); obs [B, O], normalised."""
+    cfg = state.config
+    actor, _ = _networks(cfg, state.action_size)
+    actor_obs, critic_obs = common.views(cfg, obs)
     first_critic = ensemble_member(state.critic_params, 0)
-    critic = Critic(state.config.hidden_sizes, layer_init=state.config.layer_init)
-    q = critic.apply(first_critic, obs, actor.apply(actor_params, obs))
+    critic = Critic(
+        common.critic_sizes(cfg),
+        layer_init=cfg.layer_init,
+        num_atoms=common.num_atoms(cfg),
+        matmul_dtype=cfg.matmul_dtype,
+    )
+    out = critic.apply(first_critic, critic_obs, actor.apply(actor_params, actor_obs))
+    q = categorical.mean_value(out, _atoms(cfg)) if cfg.critic == "categorical" else out
     return -q.mean()
 
 
@@ -141,8 +215,9 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
     actor_key, critic_key = jax.random.split(key)
     obs = jnp.zeros((1, obs_size), jnp.float32)
     action = jnp.zeros((1, action_size), jnp.float32)
-    actor_params = actor.init(actor_key, obs)
-    critic_params = critic.init(critic_key, obs, action)
+    actor_obs, critic_obs = common.views(config, obs)
+    actor_params = actor.init(actor_key, actor_obs)
+    critic_params = critic.init(critic_key, critic_obs, action)
     return State(
         actor_params=actor_params,
         critic_params=critic_params,
@@ -152,6 +227,7 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
         critic_opt_state=common.adam_init(critic_params),
         actor_loss=jnp.float32(0.0),
         step=jnp.int32(0),
+        obs_stats=common.init_obs_stats(config, obs_size),
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -163,20 +239,33 @@ def act(
     key: jax.Array,
     deterministic: bool,
     noise: jax.Array | None = None,
+    episode_draw: jax.Array | None = None,
 ) -> jax.Array:
-    """obs [B, O] -> action [B, A] in [-1, 1]; Gaussian noise unless deterministic.
+    """obs [B, O] (raw) -> action [B, A] in [-1, 1]; Gaussian noise unless deterministic.
 
     The noise is the exploration std (`exploration_std`) times a standard-normal
     draw from `key`, or times `noise` [B, A] where given (colored exploration
-    noise, `jax_rl.noise`).
+    noise, `jax_rl.noise`). With exploration_noise_min > 0 and `episode_draw` [B]
+    (uniform in [0, 1), drawn by the loop when each environment's episode
+    starts), row b's std is exploration_noise_min + draw_b * (std -
+    exploration_noise_min).
     """
     actor, _ = _networks(state.config, state.action_size)
-    action = actor.apply(state.actor_params, obs)
+    actor_obs, _ = common.views(state.config, normalization.normalize(state.obs_stats, obs))
+    action = actor.apply(state.actor_params, actor_obs)
     if deterministic:
         return action
     if noise is None:
         noise = jax.random.normal(key, action.shape)
-    return jnp.clip(action + exploration_std(state) * noise, -1.0, 1.0)
+    std = exploration_std(state)
+    if episode_draw is not None:
+        low = state.config.exploration_noise_min
+        drawn = low + episode_draw[:, None] * (std - low)
+        std = jnp.where(low > 0, drawn, std)
+    return jnp.clip(action + std * noise, -1.0, 1.0)
+
+
+observe = common.observe
 
 
 def exploration_std(state: State) -> jax.Array:
@@ -196,7 +285,11 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
     target = td_target(state, batch, key)
     loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
     params, opt_state = common.adam_step(
-        state.critic_params, grads, state.critic_opt_state, state.config.critic_lr
+        state.critic_params,
+        grads,
+        state.critic_opt_state,
+        state.config.critic_lr,
+        state.config.weight_decay,
     )
     return state.replace(critic_params=params, critic_opt_state=opt_state), loss
 
@@ -204,7 +297,11 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
 def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
     loss, grads = jax.value_and_grad(actor_loss)(state.actor_params, state, obs)
     params, opt_state = common.adam_step(
-        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr
+        state.actor_params,
+        grads,
+        state.actor_opt_state,
+        state.config.actor_lr,
+        state.config.weight_decay,
     )
     tau = state.config.tau
     return state.replace(
@@ -217,7 +314,9 @@ def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """One critic update; every `policy_freq`-th call also the actor and targets."""
+    """One critic update; every `policy_freq`-th call also the actor and targets.
+    batch holds raw observations (normalised here with the state's statistics)."""
+    batch = common.normalize_batch(state, batch)
     state, loss = _update_critic(state, batch, key)
     state = state.replace(step=state.step + 1)
     state = jax.lax.cond(

@@ -133,6 +133,12 @@ class BraxEnv:
     def action_size(self) -> int:
         return int(self._env.action_size)
 
+    @property
+    def actor_obs_size(self) -> int:
+        """Features of the observation the actor sees: 0 (all), or the `state` part of a
+        [state | privileged state] observation (`jax_rl.envs.observation`)."""
+        return int(getattr(self._env, "actor_obs_size", 0))
+
     def _reset_physics(self, key: jax.Array, num_envs: int) -> Any:
         return _strongly_typed(jax.vmap(self._env.reset)(jax.random.split(key, num_envs)))
 

@@ -1,18 +1,26 @@
-"""MuJoCo Playground's DM Control Suite (MJX) on the device pipeline.
+"""MuJoCo Playground's tasks (MJX) on the device pipeline.
 
-The same tasks as the host loop's dm_control suite (CartpoleSwingup,
-CheetahRun, WalkerWalk, ...), simulated by MJX inside the compiled training
-chunk. `make_env(name)` returns the pipeline's batched environment
-(`envs.brax.BraxEnv`, built with `BraxEnv.wrap`) around `PlaygroundTask`,
-which gives one Playground environment Brax's `Env` API:
+Its DM Control Suite: the same tasks as the host loop's dm_control suite
+(CartpoleSwingup, CheetahRun, WalkerWalk, HumanoidRun, ...), simulated by MJX
+inside the compiled training chunk. Its locomotion (Go1JoystickFlatTerrain,
+T1JoystickFlatTerrain, ...) and manipulation (LeapCubeReorient, ...) tasks load
+robot models from MuJoCo Menagerie, which Playground fetches with git on first
+use: where it is missing and cannot be fetched (no network), such a task is
+refused at start-up with one line that says what to do (`check_assets`). Their
+observations are dicts with `state` and `privileged_state`, which the learners
+can split between actor and critics (`jax_rl.envs.observation`).
+
+`make_env(name)` returns the pipeline's batched environment
+(`envs.brax.BraxEnv`, built with `BraxEnv.wrap`) around `PlaygroundTask`, which
+gives one Playground environment Brax's `Env` API:
 
 - the task comes from Playground's registry by name, with its published default
-  configuration (`dm_control_suite.get_default_config`): control and physics
+  configuration (`registry.get_default_config`): control and physics
   time steps, episode length, action repeat. Physics runs on MJX's JAX
   implementation (`impl="jax"`), which every JAX device runs; the configs'
   default `warp` needs a CUDA GPU;
-- observations are flattened and cast to float32 (a dict of arrays is
-  concatenated in key order);
+- observations are flattened and cast to float32 (`observation.Layout`: a
+  dict of arrays concatenated in key order, or [state | privileged state]);
 - an action is repeated `action_repeat` times (rewards summed), as
   Playground's own training wrapper does; actions in [-1, 1] are mapped to the
   actuators' control ranges (every DM Control task has [-1, 1]: no change);
@@ -40,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import flax.struct
@@ -50,6 +57,7 @@ import numpy as np
 
 from jax_rl.envs import UnknownEnvironmentError
 from jax_rl.envs.brax import BraxEnv
+from jax_rl.envs.observation import Layout
 
 IMPLS = ("jax",)  # MJX implementations the pipeline runs (warp needs CUDA: not yet)
 DEFAULT_IMPL = "jax"
@@ -111,35 +119,78 @@ class TaskDefaults:
     action_repeat: int
 
 
-def environment_names() -> list[str]:
-    """Playground's DM Control Suite tasks, sorted."""
-    from mujoco_playground import dm_control_suite
+class MissingAssetsError(UnknownEnvironmentError):
+    """A task whose robot models (MuJoCo Menagerie) are not here and cannot be fetched."""
 
-    return sorted(dm_control_suite.ALL_ENVS)
+
+def suites() -> dict[str, tuple[str, ...]]:
+    """Playground's task names per suite: dm_control, locomotion, manipulation."""
+    from mujoco_playground import dm_control_suite, locomotion, manipulation
+
+    return {
+        "dm_control": tuple(dm_control_suite.ALL_ENVS),
+        "locomotion": tuple(locomotion.ALL_ENVS),
+        "manipulation": tuple(manipulation.ALL_ENVS),
+    }
+
+
+def suite_of(name: str) -> str | None:
+    return next((suite for suite, names in suites().items() if name in names), None)
+
+
+def environment_names() -> list[str]:
+    """Every Playground task, sorted."""
+    return sorted(name for names in suites().values() for name in names)
 
 
 def is_task(name: str) -> bool:
-    return name in environment_names()
+    return suite_of(name) is not None
 
 
 def check_environment(name: str, impl: str = DEFAULT_IMPL) -> None:
-    """Raise UnknownEnvironmentError, listing the valid names, for a bad task or impl."""
-    names = environment_names()
-    if name not in names:
+    """Raise UnknownEnvironmentError, listing the valid names, for a bad task or impl;
+    MissingAssetsError for a task whose robot models cannot be had (`check_assets`)."""
+    if not is_task(name):
         raise UnknownEnvironmentError(
-            f"unknown Playground task {name!r}; valid tasks: {', '.join(names)}"
+            f"unknown Playground task {name!r}; valid tasks: {', '.join(environment_names())}"
         )
     if impl not in IMPLS:
         raise UnknownEnvironmentError(
             f"unknown MJX implementation {impl!r} for a Playground task; valid: {', '.join(IMPLS)}"
         )
+    check_assets(name)
+
+
+def check_assets(name: str) -> None:
+    """For a locomotion or manipulation task: MuJoCo Menagerie is present, or Playground's
+    own fetch (a git clone) brings it now; else MissingAssetsError saying what to do."""
+    if suite_of(name) == "dm_control":
+        return
+    import contextlib
+    import io
+
+    from mujoco_playground._src import mjx_env
+
+    path = mjx_env.MENAGERIE_PATH
+    if path.is_dir() and any(path.iterdir()):
+        return
+    try:  # Playground prints its progress; the one line below says what happened
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            mjx_env.ensure_menagerie_exists()
+    except Exception:  # noqa: BLE001 - any failure of the fetch ends the same way
+        raise MissingAssetsError(
+            f"Playground task {name} needs MuJoCo Menagerie's robot models, which Playground "
+            f"fetches with git on first use, and the fetch failed (no network?): clone "
+            f"https://github.com/google-deepmind/mujoco_menagerie at commit "
+            f"{mjx_env.MENAGERIE_COMMIT_SHA} into {path}, then run again"
+        ) from None
 
 
 def published_config(name: str) -> Any:
     """Playground's default configuration of task `name` (an ml_collections ConfigDict)."""
-    from mujoco_playground import dm_control_suite
+    from mujoco_playground import registry
 
-    return dm_control_suite.get_default_config(name)
+    return registry.get_default_config(name)
 
 
 def task_defaults(name: str) -> TaskDefaults:
@@ -157,20 +208,13 @@ def task_defaults(name: str) -> TaskDefaults:
 
 def _load(name: str, impl: str) -> Any:
     import mujoco
-    from mujoco_playground import dm_control_suite
+    from mujoco_playground import registry
 
     if not hasattr(mujoco.MjSpec, "find_body"):
         # Playground 0.2.0's reacher picks `find_body` by comparing version strings
         # ("3.17.0" >= "3.3.0" is False); MuJoCo renamed it `body` in 3.3.
         mujoco.MjSpec.find_body = mujoco.MjSpec.body
-    return dm_control_suite.load(name, config_overrides={"impl": impl})
-
-
-def flat_observation(obs: Any) -> jax.Array:
-    """[O] float32: an array as it is, a dict of arrays concatenated in key order."""
-    if isinstance(obs, Mapping):
-        return jnp.concatenate([jnp.ravel(obs[k]) for k in sorted(obs)]).astype(jnp.float32)
-    return jnp.ravel(obs).astype(jnp.float32)
+    return registry.load(name, config_overrides={"impl": impl})
 
 
 class PlaygroundState(flax.struct.PyTreeNode):
@@ -212,17 +256,18 @@ class _Layout:
 class PlaygroundTask:
     """One Playground DM Control task with Brax's `Env` API (unbatched; `BraxEnv` vmaps it).
 
-    Equal tasks (same name, implementation, action repeat) compare equal, so
-    they share the pipeline's compiled programs.
+    Equal tasks (same name, implementation, action repeat, observation mode) compare
+    equal, so they share the pipeline's compiled programs.
     """
 
     name: str
     impl: str = DEFAULT_IMPL
     action_repeat: int = 1
+    asymmetric_obs: str = "auto"  # observation.MODES
     _env: Any = dataclasses.field(default=None, repr=False, compare=False)
     _ctrl_scale: Any = dataclasses.field(default=None, repr=False, compare=False)
     _layout: Any = dataclasses.field(default=None, repr=False, compare=False)
-    _obs_size: int = dataclasses.field(default=0, repr=False, compare=False)
+    _obs_layout: Any = dataclasses.field(default=None, repr=False, compare=False)
     _reset: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -237,18 +282,20 @@ class PlaygroundTask:
         object.__setattr__(self, "_ctrl_scale", None if identity else (low, high))
         shapes = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
         object.__setattr__(self, "_layout", _Layout.of((shapes.data, shapes.metrics, shapes.info)))
-        object.__setattr__(
-            self,
-            "_obs_size",
-            sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(shapes.obs)),
-        )
+        layout = Layout.of(shapes.obs, self.asymmetric_obs, f"Playground task {self.name}")
+        object.__setattr__(self, "_obs_layout", layout)
         # Jitted: the loop builds its first states outside any compiled program, and MJX's
         # initialisation run op by op costs half a minute on a CPU; compiled, a few seconds.
         object.__setattr__(self, "_reset", jax.jit(lambda key: self._pack(env.reset(key))))
 
     @property
     def observation_size(self) -> int:
-        return self._obs_size
+        return int(self._obs_layout.size)
+
+    @property
+    def actor_obs_size(self) -> int:
+        """Features the actor sees (0: all; > 0: [state | privileged state])."""
+        return int(self._obs_layout.actor_size)
 
     @property
     def action_size(self) -> int:
@@ -261,7 +308,7 @@ class PlaygroundTask:
 
     def _pack(self, state: Any) -> PlaygroundState:
         return PlaygroundState(
-            obs=flat_observation(state.obs),
+            obs=self._obs_layout.flatten(state.obs),
             reward=jnp.asarray(state.reward, jnp.float32),
             done=jnp.asarray(state.done, jnp.float32),
             arrays=self._layout.pack((state.data, state.metrics, state.info)),
@@ -302,11 +349,14 @@ def make_env(
     impl: str = DEFAULT_IMPL,
     episode_length: int | None = None,
     action_repeat: int | None = None,
+    asymmetric_obs: str = "auto",
 ) -> BraxEnv:
     """The device pipeline's batched environment for Playground task `name`.
 
     `episode_length` (pipeline steps) and `action_repeat` default to the task's
-    published configuration (`task_defaults`).
+    published configuration (`task_defaults`); `asymmetric_obs` is an
+    `observation.MODES` (raises NoPrivilegedStateError for "on" on a task without
+    a privileged state).
     """
     check_environment(name, impl)
     defaults = task_defaults(name)
@@ -315,4 +365,5 @@ def make_env(
     for field, value in (("episode_length", length), ("action_repeat", repeat)):
         if not isinstance(value, int) or value <= 0:
             raise ValueError(f"{field} must be a positive integer, got {value!r}")
-    return BraxEnv.wrap(name, PlaygroundTask(name, impl, repeat), episode_length=length)
+    task = PlaygroundTask(name, impl, repeat, asymmetric_obs)
+    return BraxEnv.wrap(name, task, episode_length=length)

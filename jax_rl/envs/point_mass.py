@@ -1,6 +1,7 @@
 """A point mass with Brax's environment API: a JAX-native probe for the device pipeline.
 
     env = point_mass_env(episode_length=100)   # a BraxEnv, trained like the built-in ones
+    env = point_mass_env(privileged=True)      # observing a dict with a privileged state
 
 The mass sits on a line; the action pushes it; the reward is -position^2, so
 the right policy drives it to the origin and holds it there. It compiles in a
@@ -15,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl.envs.brax import BraxEnv
+from jax_rl.envs.observation import PRIVILEGED, STATE, Layout
 
 
 class PointMassState(flax.struct.PyTreeNode):
@@ -50,6 +52,35 @@ class PointMass:
         return PointMassState(jnp.stack([x, v]), -(x**2), done)
 
 
-def point_mass_env(episode_length: int = 100, terminate_beyond: float | None = None) -> BraxEnv:
-    """A new environment object (compiled programs are cached per object)."""
-    return BraxEnv.wrap("point_mass", PointMass(terminate_beyond), episode_length=episode_length)
+class PrivilegedPointMass(PointMass):
+    """The point mass observed as Playground's locomotion tasks are: a dict whose `state`
+    is the position alone and whose `privileged_state` is position and velocity, made
+    the vector [x | x, v] by `observation.Layout` (the actor sees x; the critics x, v)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        shapes = {STATE: jnp.zeros(1), PRIVILEGED: jnp.zeros(2)}
+        self.layout = Layout.of(shapes, "on", "the privileged point mass")
+        self.observation_size = self.layout.size
+        self.actor_obs_size = self.layout.actor_size
+
+    def _observed(self, state: PointMassState) -> PointMassState:
+        x, v = state.obs
+        obs = {STATE: jnp.stack([x]), PRIVILEGED: jnp.stack([x, v])}
+        return state.replace(obs=self.layout.flatten(obs))
+
+    def reset(self, key: jax.Array) -> PointMassState:
+        return self._observed(super().reset(key))
+
+    def step(self, state: PointMassState, action: jax.Array) -> PointMassState:
+        physics = state.replace(obs=state.obs[self.actor_obs_size :])  # the true [x, v]
+        return self._observed(super().step(physics, action))
+
+
+def point_mass_env(
+    episode_length: int = 100, terminate_beyond: float | None = None, privileged: bool = False
+) -> BraxEnv:
+    """A new environment object (compiled programs are cached per object); `privileged`:
+    `PrivilegedPointMass` (asymmetric actor-critic)."""
+    env = PrivilegedPointMass() if privileged else PointMass(terminate_beyond)
+    return BraxEnv.wrap("point_mass", env, episode_length=episode_length)

@@ -61,6 +61,9 @@ from jax_rl.transition import Transition
 class DeviceLoopConfig:
     """How long to train and how to collect, evaluate and log on the device."""
 
+    # Hands the learner's `act` a draw per environment and episode (`Carry.episode_draw`).
+    draws_per_episode = True
+
     max_timesteps: int = 100_000
     """environment steps in total (all environments together), prefill included"""
     num_envs: int = 16
@@ -144,6 +147,9 @@ class Carry(flax.struct.PyTreeNode):
     updates: jax.Array
     finished_returns: jax.Array  # sum and count of finished training episodes'
     finished_episodes: jax.Array  # returns since the last read
+    # [N] uniform in [0, 1), drawn for each environment when its episode starts and
+    # handed to the learner's `act` (TD3's per-environment exploration std uses it)
+    episode_draw: jax.Array
     # n-step returns: the last n - 1 steps of every environment, not yet stored
     # (Transition [n - 1, N, ...] and their episode ends [n - 1, N]); None for n = 1.
     pending: tuple[Transition, jax.Array] | None = None
@@ -179,7 +185,7 @@ def init_carry(
     states. (The loop works on populations: see `init_population`.)"""
     spec = replay_lib.ReplaySpec(config.capacity, env.obs_size, env.action_size)
     replay = replay_lib.create(spec)
-    agent_key, env_key, key = jax.random.split(key, 3)
+    agent_key, env_key, draw_key, key = jax.random.split(key, 4)
     agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config)
     sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, config.batch_size), key)
     pending = None
@@ -201,6 +207,7 @@ def init_carry(
         updates=jnp.int32(0),
         finished_returns=jnp.float32(0.0),
         finished_episodes=jnp.int32(0),
+        episode_draw=jax.random.uniform(draw_key, (config.num_envs,)),
     )
 
 
@@ -233,13 +240,19 @@ def init_population(
     return jax.tree_util.tree_map(jnp.copy, carry)
 
 
-def _collect(carry: Carry, env: BraxEnv, action: jax.Array) -> Carry:
-    """Step every environment with `action`, store the transitions, count episodes.
+def _collect(
+    algo: ModuleType, carry: Carry, env: BraxEnv, action: jax.Array, draw_key: jax.Array
+) -> Carry:
+    """Step every environment with `action`, store the transitions, count episodes; let
+    the learner observe the observations acted on; draw anew for episodes that start.
 
     With n-step returns, store instead the n-step transitions of the steps made
     n - 1 iterations ago (`jax_rl.loops.nstep`), once there are any.
     """
     env_state, transition, info = env.step(carry.env, action)
+    agent = algo.observe(carry.agent, transition.obs)
+    fresh = jax.random.uniform(draw_key, carry.episode_draw.shape)
+    episode_draw = jnp.where(info.done, fresh, carry.episode_draw)
     pending = carry.pending
     if pending is None:
         replay = replay_lib.insert(carry.replay, transition)
@@ -265,6 +278,8 @@ def _collect(carry: Carry, env: BraxEnv, action: jax.Array) -> Carry:
             jnp.concatenate([lasts[1:], info.done[None]]),
         )
     return carry.replace(
+        agent=agent,
+        episode_draw=episode_draw,
         env=env_state,
         replay=replay,
         pending=pending,
@@ -342,11 +357,17 @@ def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> P
     prefill = min(config.start_timesteps, config.capacity)
 
     def train_iteration(carry: Carry, _: None) -> tuple[Carry, None]:
-        key, act_key, uniform_key, update_key = jax.random.split(carry.key, 4)
-        explore = algo.act(carry.agent, carry.env.obs, act_key, deterministic=False)
+        key, act_key, uniform_key, draw_key, update_key = jax.random.split(carry.key, 5)
+        explore = algo.act(
+            carry.agent,
+            carry.env.obs,
+            act_key,
+            deterministic=False,
+            episode_draw=carry.episode_draw,
+        )
         uniform = jax.random.uniform(uniform_key, explore.shape, minval=-1.0, maxval=1.0)
         action = jnp.where(carry.replay.size < prefill, uniform, explore)
-        carry = _collect(carry.replace(key=key), env, action)
+        carry = _collect(algo, carry.replace(key=key), env, action, draw_key)
         carry = jax.lax.cond(
             carry.replay.size >= prefill,
             lambda c: _update_k_times(algo, c, update_key, k, batch_size),

@@ -189,8 +189,15 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
             agent=agent, key=key, metric_sums=sums, num_updates=learner.num_updates + 1
         ), action
 
+    def observe(learner: Learner, transitions: Transition) -> Learner:
+        """Each agent's learner observes the observation of its stored transition."""
+        axes, size = population.agent_axes(learner.agent), transitions.obs.shape[0]
+        over = population.over_agents(algo.observe, (axes, 0), axes, size)
+        return learner.replace(agent=over(learner.agent, transitions.obs[:, None]))
+
     # The population versions: vmapped over the agents (indexed where there is one).
     def collect(learner: Learner, transitions: Transition) -> Learner:
+        learner = observe(learner, transitions)
         return learner.replace(replay=replay_lib.insert_population(learner.replay, transitions))
 
     def learn(
@@ -199,6 +206,7 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         act_obs: jax.Array,
         act_noise: jax.Array | None = None,
     ) -> tuple[Learner, jax.Array]:
+        learner = observe(learner, transitions)
         replay = replay_lib.insert_population(learner.replay, transitions)
         rest = learner.replace(replay=None)
         axes, size = learner_axes(rest), act_obs.shape[0]
