@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-quick bench-population bench-playground results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint bench bench-peers bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -50,6 +50,15 @@ bench-population: init
 # The device pipeline on MuJoCo Playground tasks beside the host loop on the same tasks.
 bench-playground: init
 	$(BIN)/python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun
+
+# The GPU check (jax_rl/gpu_check.py): speed at the CPU recipe and at the `fast` preset,
+# populations of 1/16/64 and TD3 `fast` return against wall-clock time on HumanoidWalk and
+# CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/gpu_<device>_fast/.
+# Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); sized to finish
+# inside 8 minutes on one H100. GPU_CHECK_FLAGS="--tiny --out /tmp/gc" runs it on a CPU.
+GPU_CHECK_FLAGS ?=
+gpu-check: init
+	$(BIN)/python -m jax_rl.gpu_check $(GPU_CHECK_FLAGS)
 
 bench-quick: init
 	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick

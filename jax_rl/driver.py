@@ -299,6 +299,17 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
         file=sys.stderr,
         flush=True,
     )
+    if s.preset is not None and s.preset.device == "gpu":
+        import jax
+
+        if jax.default_backend() == "cpu":
+            print(
+                f"jax_rl: note: preset {s.preset.name} is sized for a GPU "
+                f"({s.preset.settings.get('num_envs')} envs, batches of "
+                f"{s.preset.settings.get('batch_size')}); on this CPU it runs, slowly",
+                file=sys.stderr,
+                flush=True,
+            )
     return train(s, backend, trainer, save_dir, control)
 
 

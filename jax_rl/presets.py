@@ -8,12 +8,19 @@ with values as the flag would take them, plus `evidence`, the results folder
     [task."dm_control/cartpole-swingup"]   one task of one backend
     [task."dm_control/*"]                  every task of a backend without its own entry
     [named.NAME]                           chosen by name only (--preset NAME)
+    [named."NAME/playground/HumanoidWalk"] --preset NAME on that task
+    [named."NAME/playground/*"]            --preset NAME on that backend's other tasks
+
+A preset may say `device = "gpu"`: it is sized for an accelerator, and the
+start-up line says so when it runs on a CPU. `base = "NAME"` starts a preset from
+the named preset NAME's settings (its own keys win).
 
 Settings resolve in this order (later wins): the learner's `Config` defaults
 (the published algorithm), then the preset, then the flags the user gave.
 `--preset auto` (the default) takes the task's entry, else its backend's `*`
 entry, else none; `--preset paper` takes none; `--preset NAME` takes
-`named.NAME` or a task entry by its full name. Checking a preset's keys and
+`named.NAME`, else `named."NAME/<backend>/<task>"`, else `named."NAME/<backend>/*"`,
+else a task entry by its full name. Checking a preset's keys and
 values against the entry point's flags is `driver`'s job, at start-up.
 """
 
@@ -41,6 +48,7 @@ class Preset:
     path: Path
     evidence: str
     settings: dict[str, Any]
+    device: str | None = None  # "gpu": sized for an accelerator
 
     @property
     def file(self) -> str:
@@ -70,15 +78,33 @@ def load_file(policy: str) -> dict[str, dict[str, dict[str, Any]]]:
     return {"task": tables.get("task", {}), "named": tables.get("named", {})}
 
 
-def _preset(policy: str, name: str, table: dict[str, Any]) -> Preset:
+def _preset(
+    policy: str, name: str, table: dict[str, Any], named: dict[str, Any] | None = None
+) -> Preset:
+    """The table as a Preset; `base = "NAME"` starts from named preset NAME's settings."""
     settings = dict(table)
+    base = settings.pop("base", None)
+    if base is not None:
+        if named is None or base not in named or "base" in named[base]:
+            raise PresetError(
+                f"preset {name!r}: base {base!r} is not a named preset of "
+                f"{preset_file(policy).name} without a base of its own"
+            )
+        inherited = {k: v for k, v in named[base].items() if k not in ("evidence", "device")}
+        settings = {**inherited, **settings}
+        settings.setdefault("device", named[base].get("device"))
+        if settings["device"] is None:
+            del settings["device"]
     evidence = settings.pop("evidence", None)
     if not isinstance(evidence, str) or not evidence:
         raise PresetError(
             f"preset {name!r} in {preset_file(policy).name} names no evidence (the results "
             "folder that measured it)"
         )
-    return Preset(name, preset_file(policy), evidence, settings)
+    device = settings.pop("device", None)
+    if device not in (None, "gpu"):
+        raise PresetError(f'preset {name!r}: device must be "gpu" if given, got {device!r}')
+    return Preset(name, preset_file(policy), evidence, settings, device)
 
 
 def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset | None:
@@ -91,9 +117,11 @@ def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset 
             if name in tables["task"]:
                 return _preset(policy, name, tables["task"][name])
         return None
-    for kind in ("named", "task"):
-        if choice in tables[kind]:
-            return _preset(policy, choice, tables[kind][choice])
+    for name in (choice, f"{choice}/{backend}/{task}", f"{choice}/{backend}/*"):
+        if name in tables["named"]:
+            return _preset(policy, name, tables["named"][name], tables["named"])
+    if choice in tables["task"]:
+        return _preset(policy, choice, tables["task"][choice])
     known = [AUTO, PAPER, *sorted(tables["named"]), *sorted(tables["task"])]
     raise PresetError(f"unknown preset {choice!r} for {policy}; choose from {', '.join(known)}")
 
@@ -101,5 +129,5 @@ def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset 
 def all_presets(policy: str) -> list[Preset]:
     """Every preset in the learner's file (for checking them all)."""
     tables = load_file(policy)
-    return [_preset(policy, name, table) for kind in ("task", "named")
+    return [_preset(policy, name, table, tables["named"]) for kind in ("task", "named")
             for name, table in tables[kind].items()]  # fmt: skip

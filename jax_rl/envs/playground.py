@@ -164,8 +164,20 @@ def check_environment(name: str, impl: str = DEFAULT_IMPL) -> None:
 def check_assets(name: str) -> None:
     """For a locomotion or manipulation task: MuJoCo Menagerie is present, or Playground's
     own fetch (a git clone) brings it now; else MissingAssetsError saying what to do."""
-    if suite_of(name) == "dm_control":
+    if suite_of(name) == "dm_control" or _menagerie_ready():
         return
+    from mujoco_playground._src import mjx_env
+
+    raise MissingAssetsError(
+        f"Playground task {name} needs MuJoCo Menagerie's robot models, which Playground "
+        f"fetches with git on first use, and the fetch failed (no network?): clone "
+        f"https://github.com/google-deepmind/mujoco_menagerie at commit "
+        f"{mjx_env.MENAGERIE_COMMIT_SHA} into {mjx_env.MENAGERIE_PATH}, then run again"
+    )
+
+
+def _menagerie_ready() -> bool:
+    """Whether MuJoCo Menagerie is where Playground looks, fetching it if it is not."""
     import contextlib
     import io
 
@@ -173,17 +185,13 @@ def check_assets(name: str) -> None:
 
     path = mjx_env.MENAGERIE_PATH
     if path.is_dir() and any(path.iterdir()):
-        return
-    try:  # Playground prints its progress; the one line below says what happened
+        return True
+    try:  # Playground prints its progress; the caller's one line says what happened
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             mjx_env.ensure_menagerie_exists()
     except Exception:  # noqa: BLE001 - any failure of the fetch ends the same way
-        raise MissingAssetsError(
-            f"Playground task {name} needs MuJoCo Menagerie's robot models, which Playground "
-            f"fetches with git on first use, and the fetch failed (no network?): clone "
-            f"https://github.com/google-deepmind/mujoco_menagerie at commit "
-            f"{mjx_env.MENAGERIE_COMMIT_SHA} into {path}, then run again"
-        ) from None
+        return False
+    return path.is_dir() and any(path.iterdir())
 
 
 def published_config(name: str) -> Any:

@@ -1,0 +1,69 @@
+"""`make gpu-check` end to end on the CPU at tiny sizes: the same programs a GPU runs, so
+that a bug cannot eat the GPU's minutes."""
+
+import csv
+import json
+
+import pytest
+
+from jax_rl import gpu_check
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu_check")
+    code = gpu_check.main(["--tiny", "--out", str(out), "--results", str(out / "results")])
+    return code, out
+
+
+def test_tiny_run_writes_every_figure(tiny):
+    code, out = tiny
+    assert code == 0
+    report = json.loads((out / "gpu_check.json").read_text())
+    labels = [row["label"] for row in report["speed"]]
+    assert labels == [
+        "TD3 CPU recipe",
+        "TD3 fast preset",
+        "TD3 fast preset, bf16 matmuls",
+        "SAC CPU recipe",
+        "SAC fast preset",
+    ]
+    for row in report["speed"] + report["populations"]:
+        assert row["env_steps_per_second"] > 0 and row["updates_per_second"] > 0
+    # Tiny sizes override the preset's 1,024 x 2 x 32,768 but keep its updates per step.
+    fast = report["speed"][1]
+    assert (fast["num_envs"], fast["updates_per_step"], fast["batch_size"]) == (4, 2, 32)
+    assert [row["num_agents"] for row in report["populations"]] == [1, 2]
+    markdown = (out / "gpu_check.md").read_text()
+    assert "TD3 fast preset, bf16 matmuls" in markdown and "Populations" in markdown
+
+
+def test_tiny_run_writes_a_learning_curve(tiny):
+    _, out = tiny
+    with (out / "curves.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["task"] for r in rows} == {"PointMass"}
+    steps = [int(r["env_steps"]) for r in rows]
+    assert len(rows) >= 3 and steps == sorted(steps) and steps[-1] > steps[0]
+    assert (out / "curves.png").stat().st_size > 0
+    assert (out / "results" / "PointMass" / "evaluations.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--curve_tasks", "NoSuchTask"], "unknown Playground task(s) NoSuchTask"),
+        (["--populations", "1,x"], "--populations takes comma-separated integers"),
+        (["--populations", "0"], "--populations must be positive"),
+        (["--curve_seconds", "0"], "--curve_seconds must be > 0"),
+        (["--curve_tasks", "Go1JoystickFlatTerrain"], "needs MuJoCo Menagerie"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    from jax_rl.envs import playground
+
+    # No robot models here, whatever this machine's network allows.
+    monkeypatch.setattr(playground, "_menagerie_ready", lambda: False)
+    assert gpu_check.main(["--tiny", "--out", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
