@@ -53,7 +53,7 @@ bench-playground: init
 
 # The GPU check (jax_rl/gpu_check.py): speed at the CPU recipe and at the `fast` preset,
 # populations of 1/16/64 and TD3 `fast` return against wall-clock time on HumanoidWalk and
-# CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/gpu_<device>_fast/.
+# CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/fast_preset/gpu_<device>/.
 # Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); sized to finish
 # inside 8 minutes on one H100. GPU_CHECK_FLAGS="--tiny --out /tmp/gc" runs it on a CPU.
 GPU_CHECK_FLAGS ?=

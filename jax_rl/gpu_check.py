@@ -21,7 +21,7 @@ Every configuration is resolved exactly as `main_brax.py` resolves its flags
 (presets included), so what is timed is what a user runs. Writes
 `<out>/gpu_check.md`, `gpu_check.json`, `curves.csv` and `curves.png`, and each
 curve's evaluations under `<results>/<task>/`. Defaults: out
-docs/benchmarks/gpu_<device>/, results docs/results/gpu_<device>_fast/.
+docs/benchmarks/gpu_<device>/, results docs/results/fast_preset/gpu_<device>/.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add = parser.add_argument
     add("--tiny", action="store_true", help="tiny sizes on any device (the test suite's run)")
     add("--out", default=None, help="benchmark folder (default docs/benchmarks/gpu_<device>)")
-    add("--results", default=None, help="curves' runs (default docs/results/gpu_<device>_fast)")
+    add("--results", default=None, help="curves' runs (default docs/results/fast_preset/<device>)")
     add("--speed_task", default="CheetahRun", help="Playground task of the speed figures")
     add("--curve_tasks", default="HumanoidWalk,CheetahRun", help="tasks of the learning curves")
     add("--populations", default="1,16,64", help="population sizes to time (SAC, CPU recipe)")
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet.install()
     slug = device_slug()
     out = Path(args.out or f"docs/benchmarks/{slug}")
-    results = Path(args.results or f"docs/results/{slug}_fast")
+    results = Path(args.results or f"docs/results/fast_preset/{slug}")
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "command": "python -m jax_rl.gpu_check " + " ".join(argv),

@@ -96,7 +96,8 @@ def shipped():
 
 @pytest.mark.parametrize("policy, preset", shipped(), ids=lambda x: getattr(x, "name", x))
 def test_every_shipped_preset_is_a_valid_setting_of_its_entry_point(policy, preset):
-    backend = preset.name.split("/")[0] if "/" in preset.name else "dm_control"
+    parts = preset.name.split("/")  # BACKEND/TASK, NAME/BACKEND/TASK or NAME
+    backend = parts[-2] if len(parts) > 1 else "dm_control"
     module, backend_class = ENTRY_POINTS[backend]
     entry = importlib.import_module(module)
     parser = entry.build_parser()
