@@ -93,6 +93,14 @@ class Backend(Protocol):
         """The environments of agents with these seeds (`check` has passed)."""
         ...
 
+    def open_for_watching(
+        self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
+    ) -> Any:
+        """One environment to watch an agent in (`jax_rl.play`: render, evaluate, videos
+        during training): a `HostEnv` seeded with `seed` that draws frames of `size`
+        (width, height) where given, or the device loop's batched environment."""
+        ...
+
 
 def make_parser(description: str) -> argparse.ArgumentParser:
     """The entry points' parser: --help shows defaults; a parse error is one line, exit 2."""

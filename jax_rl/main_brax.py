@@ -153,14 +153,20 @@ class BraxBackend:
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
         from jax_rl.trainers import DeviceTrainer
 
+        return DeviceTrainer(self.open_for_watching(args, loop_config, seeds[0], None))
+
+    def open_for_watching(
+        self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
+    ) -> Any:
+        """The batched environment (one for every agent: seeds are keys on the device;
+        the player draws frames from its `mj_model`)."""
         if is_playground(args):
             from jax_rl.envs import playground
 
-            env = playground.make_env(args.env, self.physics(args), loop_config.episode_length)
-            return DeviceTrainer(env)
+            return playground.make_env(args.env, self.physics(args), loop_config.episode_length)
         from jax_rl.envs.brax import BraxEnv
 
-        return DeviceTrainer(BraxEnv(args.env, self.physics(args), loop_config.episode_length))
+        return BraxEnv(args.env, self.physics(args), loop_config.episode_length)
 
 
 def main(argv: list[str] | None = None) -> int:
