@@ -198,9 +198,9 @@ class Checkpointer:
             partial_restore=True,
         )
         try:
-            restored = self._get_manager().restore(
-                step, args=ocp.args.Composite(arrays=partial)
-            )[ARRAYS]
+            restored = self._get_manager().restore(step, args=ocp.args.Composite(arrays=partial))[
+                ARRAYS
+            ]
         except Exception as e:
             raise self._unreadable(step, e) from None
         _, template_leaves = _leaves(template)

@@ -80,7 +80,7 @@ def evaluate_agent(run: SavedRun, agent: SavedAgent, args: argparse.Namespace) -
     env = run.open_env(seed, None)
     state = run.load_agent(agent, env.obs_size, env.action_size, args.checkpoint)
     player = play.make_player(run.kind, run.algo, env, run.loop_config, seed)
-    returns = player.returns(state, args.episodes)
+    returns = [episode.episode_return for episode in player.play(state, args.episodes)]
     stats = statistics(returns)
     result = {
         "run": str(run.directory),

@@ -114,7 +114,7 @@ def render_agent(run: SavedRun, agent: SavedAgent, args: argparse.Namespace, pat
     label = f"{run.config['policy']} {run.task}"
     recording = play.Recording(size, args.every, label)
     try:
-        episodes = [player.play(state, recording, args.max_steps) for _ in range(args.episodes)]
+        episodes = player.play(state, args.episodes, recording, args.max_steps)
     finally:
         player.close()
     frames = [frame for episode in episodes for frame in episode.frames]

@@ -125,8 +125,7 @@ class SavedRun:
                         else ""
                     )
                     raise RunFolderError(
-                        f"{agent.directory} has no agent.msgpack (written when training "
-                        f"ends){hint}"
+                        f"{agent.directory} has no agent.msgpack (written when training ends){hint}"
                     )
             return
         steps = self.checkpoint_steps()
@@ -153,8 +152,8 @@ class SavedRun:
         axes = population.agent_axes(template)
         stacked = population.repeat_agent(template, axes, len(self.agents))
         # Where the loops keep their agents in a checkpoint (loops.host / loops.device).
-        prefix = "['learner'].agent" if self.kind in ("dm_control", "gymnasium") else (
-            "['carry'].agent"
+        prefix = (
+            "['learner'].agent" if self.kind in ("dm_control", "gymnasium") else ("['carry'].agent")
         )
         try:
             agents = Checkpointer(self.directory / "checkpoints").restore_part(
@@ -314,4 +313,6 @@ def _algo_config(algo: ModuleType, values: dict[str, Any], where: Path) -> Any:
     try:
         return algo.Config(**fields)
     except (TypeError, ValueError) as e:
-        raise RunFolderError(f"{where / 'config.json'}: bad {algo.__name__} settings ({e})") from None
+        raise RunFolderError(
+            f"{where / 'config.json'}: bad {algo.__name__} settings ({e})"
+        ) from None

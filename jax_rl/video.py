@@ -16,6 +16,7 @@ line before anything compiles (`RendererUnavailable`).
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -141,16 +142,23 @@ class ModelRenderer:
 
 def caption(frame: np.ndarray, text: str) -> np.ndarray:
     """`frame` with `text` burned into its top left corner (white on a dark band)."""
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     image = Image.fromarray(frame)
     draw = ImageDraw.Draw(image)
-    size = max(10, frame.shape[0] // 16)
-    font = ImageFont.load_default(size=size)
+    font = _font(max(10, frame.shape[0] // 16))
     left, top, right, bottom = draw.textbbox((4, 2), text, font=font)
     draw.rectangle((0, 0, right + 4, bottom + 3), fill=(0, 0, 0))
     draw.text((4, 2), text, fill=(255, 255, 255), font=font)
     return np.asarray(image)
+
+
+@functools.lru_cache(maxsize=4)
+def _font(size: int) -> Any:
+    """Pillow's own font at `size` pixels (loaded once: it costs more than drawing)."""
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)
 
 
 def write_video(path: Path, frames: Sequence[np.ndarray], fps: float) -> None:
@@ -184,10 +192,11 @@ def write_video(path: Path, frames: Sequence[np.ndarray], fps: float) -> None:
         # and this one runs nothing of JAX's.
         warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
         # macro_block_size=1: no resizing (the sizes are even, which H.264 needs).
-        with imageio.get_writer(
+        writer: Any = imageio.get_writer(
             path, fps=fps, codec="libx264", quality=7, macro_block_size=1,
             ffmpeg_log_level="error",
-        ) as writer:  # fmt: skip
+        )  # fmt: skip
+        with writer:
             for frame in frames:
                 writer.append_data(frame)
 
@@ -200,5 +209,6 @@ def read_frames(path: Path) -> list[np.ndarray]:
         return [np.asarray(f)[..., :3] for f in iio.imread(path, index=None, mode="RGB")]
     import imageio.v2 as imageio
 
-    with imageio.get_reader(path, format="FFMPEG") as reader:
+    reader: Any = imageio.get_reader(path, format="FFMPEG")
+    with reader:
         return [np.asarray(frame) for frame in reader]
