@@ -292,8 +292,9 @@ def _entry_point(config: dict[str, Any]) -> tuple[Any, argparse.Namespace]:
 
 
 def _agents(directory: Path, config: dict[str, Any], algo: ModuleType) -> list[SavedAgent]:
-    """The run's agents: one per entry of a population's `agents`, else the run itself."""
-    if "agents" not in config:
+    """The run's agents: one per entry of a population's `agents`, else the run itself
+    (also one agent's folder of a population: its config.json has its own `seed`)."""
+    if "agents" not in config or "seed" in config:
         seed = int(config.get("seed", config["loop"]["seed"]))
         return [SavedAgent(0, seed, directory, _algo_config(algo, config["algo"], directory))]
     agents = []

@@ -146,7 +146,9 @@ def caption(frame: np.ndarray, text: str) -> np.ndarray:
 
     image = Image.fromarray(frame)
     draw = ImageDraw.Draw(image)
-    font = _font(max(10, frame.shape[0] // 16))
+    height, width = frame.shape[:2]
+    # A glyph is about 0.55 of the font size wide: fit the line in the width if need be.
+    font = _font(max(8, min(height // 16, int(width / (0.55 * max(len(text), 1))))))
     left, top, right, bottom = draw.textbbox((4, 2), text, font=font)
     draw.rectangle((0, 0, right + 4, bottom + 3), fill=(0, 0, 0))
     draw.text((4, 2), text, fill=(255, 255, 255), font=font)
