@@ -91,8 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from jax_rl.saved import RunFolderError, open_selection
 
     try:
-        run, agents = open_selection(args)
+        # The renderer first: opening the run imports the simulators, which may start
+        # (and complain about) the OpenGL platform themselves.
         video.check_renderer()
+        run, agents = open_selection(args)
     except (RunFolderError, video.RendererUnavailable) as e:
         cli.fail(str(e))
     for agent in agents:

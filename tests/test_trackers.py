@@ -110,8 +110,10 @@ def test_wandb_offline_runs_hold_the_config_and_the_csv_evaluations(tracked):
         records = wandb_records(path)
         (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
         history = [
-            {item.key or "/".join(item.nested_key): json.loads(item.value_json)
-             for item in r.history.item}  # fmt: skip
+            {
+                item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                for item in r.history.item
+            }  # fmt: skip
             for r in records
             if r.WhichOneof("record_type") == "history"
         ]

@@ -58,9 +58,7 @@ def render_and_evaluate(
     result = json.loads((run_dir / "evaluation.json").read_text())
     assert len(result["returns"]) == 2 and result["episodes"] == 2
     assert result["return_min"] <= result["return_mean"] <= result["return_max"]
-    assert f"return {result['return_mean']:.1f} +- {result['return_std']:.1f}" in (
-        evaluated.stdout
-    )
+    assert f"return {result['return_mean']:.1f} +- {result['return_std']:.1f}" in (evaluated.stdout)
     # Fresh seeds: never the agent's seed or its evaluation environment's.
     config = json.loads((run_dir / "config.json").read_text())
     seed = config.get("seed", config["loop"]["seed"])
