@@ -164,6 +164,60 @@ class Checkpointer:
         treedef = jax.tree_util.tree_structure(template)
         return jax.tree_util.tree_unflatten(treedef, leaves), meta
 
+    def restore_part(self, template: Any, prefix: str, step: int | None = None) -> Any:
+        """Only the leaves under `prefix` of checkpoint `step` (default: the newest), shaped
+        like `template`: e.g. the agents (`['learner'].agent`) without the replay buffer.
+
+        A leaf of `template` whose path (after `prefix`), shape or dtype the checkpoint
+        does not hold is refused with CheckpointError.
+        """
+        import orbax.checkpoint as ocp
+
+        step = self._require_step(step)
+        meta = self.read_meta(step)
+        position = {d["path"]: i for i, d in enumerate(meta["leaves"])}
+        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        abstract: dict[str, Any] = {}
+        wanted = []
+        for d in describe_leaves(template):
+            i = position.get(prefix + d["path"])
+            if i is None:
+                raise CheckpointError(
+                    f"checkpoint {self.directory / str(step)} holds no {prefix}{d['path']}: "
+                    "it was written by a different algorithm or configuration"
+                )
+            _check_leaves([meta["leaves"][i]], [{**d, "path": prefix + d["path"]}])
+            abstract[f"{i:05d}"] = jax.ShapeDtypeStruct(
+                tuple(d["shape"]), jnp.dtype(d["dtype"]), sharding=device
+            )
+            wanted.append(i)
+        # A partial restore: orbax reads only these leaves (not the replay buffer).
+        partial = ocp.args.PyTreeRestore(
+            item=abstract,
+            restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+            partial_restore=True,
+        )
+        try:
+            restored = self._get_manager().restore(step, args=ocp.args.Composite(arrays=partial))[
+                ARRAYS
+            ]
+        except Exception as e:
+            raise self._unreadable(step, e) from None
+        _, template_leaves = _leaves(template)
+        leaves = []
+        for i, like in zip(wanted, template_leaves, strict=True):
+            value = jnp.asarray(restored[f"{i:05d}"])
+            if _is_key(like):
+                value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(like))
+            leaves.append(value)
+        return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
+
+    def steps(self) -> list[int]:
+        """The steps of the complete checkpoints, oldest first."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(self._get_manager().all_steps())
+
     def _unreadable(self, step: int, error: Exception) -> CheckpointError:
         detail = str(error).splitlines()[0] if str(error) else "no detail"
         return CheckpointError(

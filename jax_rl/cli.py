@@ -153,6 +153,47 @@ def add_run_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
         help="leave the replay buffer out of checkpoints (smaller files; a resumed run "
         "then refills the buffer, so its data differ from an uninterrupted run)",
     )
+    add_watch_flags(parser)
+
+
+def add_watch_flags(parser: argparse.ArgumentParser) -> None:
+    """--logger and --video_every: where a run's logs and videos go (not how it learns)."""
+    from jax_rl.trackers import SINKS, parse_loggers
+
+    parser.add_argument(
+        "--logger",
+        type=parse_loggers,
+        default=("csv",),
+        help=f"where the logs go, comma-separated: {', '.join(SINKS)} (csv is always "
+        "written; tensorboard and wandb are optional extras, docs/watching.md)",
+    )
+    parser.add_argument(
+        "--video_every",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="every STEPS environment steps (and at the end), a video of one evaluation "
+        "episode per agent in <save_dir>/videos/ (0: none)",
+    )
+
+
+def check_watch_flags(args: argparse.Namespace) -> None:
+    """Exit 2 with one line for a tracker that is not installed, a bad --video_every, or
+    videos asked for where no renderer can start (all before anything compiles)."""
+    from jax_rl import video
+    from jax_rl.trackers import TrackerError, check_installed
+
+    try:
+        check_installed(args.logger)
+    except TrackerError as e:
+        fail(str(e))
+    if args.video_every < 0:
+        fail(f"--video_every must be a number of steps >= 0, got {args.video_every}")
+    if args.video_every:
+        try:
+            video.check_renderer()
+        except video.RendererUnavailable as e:
+            fail(f"--video_every: {e}")
 
 
 # Settings a resumed run may change; every other flag must match the checkpoint.
@@ -329,7 +370,9 @@ def add_policy_flags(parser: argparse.ArgumentParser) -> None:
             text = ",".join(map(str, default)) if isinstance(default, tuple) else shown
             sweepable = isinstance(default, float) and not static
             # A switch: `--normalize_obs` alone turns it on, `--normalize_obs false` off.
-            switch = {"nargs": "?", "const": True} if isinstance(default, bool) else {}
+            switch: dict[str, Any] = (
+                {"nargs": "?", "const": True} if isinstance(default, bool) else {}
+            )
             group.add_argument(
                 f"--{field}",
                 type=_flag_type(default, static),

@@ -58,7 +58,11 @@ class Trainer(Protocol):
         loop_config: Any,
         logger: Any,
         control: Any,
-    ) -> Outcome: ...
+        recorder: Any = None,
+    ) -> Outcome:
+        """Train the agents; `recorder` (`play.VideoRecorder`, --video_every) records
+        videos as the loop reaches its steps."""
+        ...
 
 
 class Backend(Protocol):
@@ -91,6 +95,14 @@ class Backend(Protocol):
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Trainer:
         """The environments of agents with these seeds (`check` has passed)."""
+        ...
+
+    def open_for_watching(
+        self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
+    ) -> Any:
+        """One environment to watch an agent in (`jax_rl.play`: render, evaluate, videos
+        during training): a `HostEnv` seeded with `seed` that draws frames of `size`
+        (width, height) where given, or the device loop's batched environment."""
         ...
 
 
@@ -135,8 +147,11 @@ def explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) 
 
 # Flags a preset may not set: they choose what runs, not how it learns.
 NOT_IN_PRESETS = frozenset(
-    {"policy", "preset", "seed", "num_seeds", "save_dir", "resume", "no_progress", "help"}
-)
+    {
+        "policy", "preset", "seed", "num_seeds", "save_dir", "resume", "no_progress", "help",
+        "logger", "video_every",
+    }
+)  # fmt: skip
 
 
 def apply_preset(
@@ -263,6 +278,7 @@ def resolve_settings(
     if preset is not None:
         applied = apply_preset(parser, args, preset, given)
     cli.check_save_dir(args)
+    cli.check_watch_flags(args)
     algo, algo_config, sweep = cli.build_algo_config(args)
     if getattr(algo_config, "exploration_noise_min", 0) > 0 and not getattr(
         backend.loop_config_class, "draws_per_episode", False
@@ -284,8 +300,11 @@ def resolve_settings(
 
 def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Backend) -> int:
     """Run an entry point: see the module docstring."""
-    from jax_rl import quiet
+    from jax_rl import quiet, video
 
+    if parser.parse_args(argv).video_every:
+        # Before MuJoCo and dm_control are imported: they read MUJOCO_GL once.
+        video.use_headless_gl()
     quiet.install()
     s = resolve_settings(parser, backend, argv)
     args, agents = s.args, s.agents
@@ -341,6 +360,7 @@ def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, An
 def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, control: Any) -> int:
     """Write the configs, train, write the summaries; the exit code."""
     from jax_rl.logger import PopulationLogger
+    from jax_rl.trackers import TrackerError
 
     args, agents, loop_config = s.args, s.agents, s.loop_config
     total = loop_config.total_steps
@@ -349,6 +369,8 @@ def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, contr
         cli.agent_dirs(save_dir, agents, args.policy),
         total,
         progress=not args.no_progress,
+        trackers=args.logger,
+        resume=args.resume is not None,
     )
     configs = cli.agent_configs(s.algo_config, agents)
     run_config = {
@@ -360,18 +382,46 @@ def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, contr
         "flags": s.user_flags,
         **s.recorded(),
     }
-    cli.write_configs(logger, run_config, agents, configs, s.sweep, args.policy)
-    logger.message(f"training {trainer.describe(loop_config)}; writing to {save_dir}")
-    seeds = [a.seed for a in agents]
+    recorder = None
     try:
+        cli.write_configs(logger, run_config, agents, configs, s.sweep, args.policy)
+        recorder = video_recorder(s, backend, logger)
+        logger.message(f"training {trainer.describe(loop_config)}; writing to {save_dir}")
+        seeds = [a.seed for a in agents]
         outcome = cli.guarded(
-            lambda: trainer.train(s.algo, configs, seeds, loop_config, logger, control)
+            lambda: trainer.train(s.algo, configs, seeds, loop_config, logger, control, recorder)
         )
+    except TrackerError as e:
+        cli.fail(str(e))
     finally:
+        if recorder is not None:
+            recorder.close()
         logger.close()
     return _report(
         save_dir, logger, agents, args.policy, f"{backend.kind} {s.task}", total, outcome
     )
+
+
+def video_recorder(s: Settings, backend: Backend, logger: Any) -> Any:
+    """--video_every's recorder (None without it): one player per agent, on an environment
+    of its own seeded as the agent's evaluation (so that training draws nothing more)."""
+    if not s.args.video_every:
+        return None
+    from jax_rl import play, video
+    from jax_rl.trainers import EVAL_SEED_OFFSET
+
+    players = []
+    for agent in s.agents:
+        seed = agent.seed + EVAL_SEED_OFFSET
+        env = backend.open_for_watching(s.args, s.loop_config, seed, video.DEFAULT_SIZE)
+        player = play.make_player(backend.kind, s.algo, env, s.loop_config, seed)
+        if isinstance(player, play.DevicePlayer) and env.mj_model() is None:
+            cli.fail(f"--video_every: {s.task} has no MuJoCo model to draw")
+        players.append(player)
+    # Every second step: half the drawing time (a software renderer on a CPU takes tens of
+    # ms per frame), still smooth at 30 frames per second.
+    recording = play.Recording(every=2, label=f"{s.args.policy} {s.task}")
+    return play.VideoRecorder(players, logger.agents, s.args.video_every, recording)
 
 
 def _report(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import re
 import sys
@@ -372,22 +373,21 @@ def main(argv: list[str] | None = None) -> int:
         return value
 
     for label, flags in speed_configs(args.speed_task, args.tiny):
-        row = step(label, lambda f=flags: measure_speed(Run.of(f), 1, args.blocks))
+        run = Run.of(flags)
+        row = step(label, functools.partial(measure_speed, run, 1, args.blocks))
         report["speed"].append({"label": label, "task": args.speed_task, **row})
         save()
     sac = Run.of(cpu_recipe("SAC", args.speed_task, args.tiny))
     for size in (int(n) for n in args.populations.split(",")):
-        row = step(f"SAC population of {size}", lambda n=size: measure_speed(sac, n, args.blocks))
+        row = step(
+            f"SAC population of {size}", functools.partial(measure_speed, sac, size, args.blocks)
+        )
         report["populations"].append(row)
         save()
     for task in args.curve_tasks.split(","):
-        rows = step(
-            f"TD3 fast on {task} for {args.curve_seconds:g} s",
-            lambda t=task: learning_curve(
-                Run.of(fast("TD3", t, args.tiny)), args.curve_seconds, results / t
-            ),
-        )
-        report["curves"][task] = rows
+        run = Run.of(fast("TD3", task, args.tiny))
+        curve = functools.partial(learning_curve, run, args.curve_seconds, results / task)
+        report["curves"][task] = step(f"TD3 fast on {task} for {args.curve_seconds:g} s", curve)
         save()
     curve_rows = [{"task": t, **r} for t, rows in report["curves"].items() for r in rows]
     if curve_rows:

@@ -1,5 +1,6 @@
 """Run output: CSV files of evaluations and training metrics, and a progress bar
-(for one agent, `RunLogger`, or a population trained together, `PopulationLogger`)."""
+(for one agent, `RunLogger`, or a population trained together, `PopulationLogger`);
+the same scalars, the config and videos go to any trackers (`jax_rl.trackers`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from jax_rl.trackers import Sink
 
 
 class CSVLog:
@@ -62,10 +66,20 @@ class RunLogger:
     evaluations.csv: step, wall_time, return_mean, return_std, one row per evaluation.
     train.csv: step, wall_time, the learner's metrics averaged since the last
     row, and the return of the latest finished training episode.
+    `sinks` (TensorBoard, W&B: `jax_rl.trackers`) get the same values, as tagged
+    scalars, and the run's config and videos.
     """
 
-    def __init__(self, save_dir: Path, total_steps: int, progress: bool = True) -> None:
+    def __init__(
+        self,
+        save_dir: Path,
+        total_steps: int,
+        progress: bool = True,
+        sinks: Sequence[Sink] = (),
+    ) -> None:
         self.save_dir = Path(save_dir)
+        self.sinks = list(sinks)
+        self._last_row: tuple[int, float] | None = None  # (step, wall_time): last train row
         self.save_dir.mkdir(parents=True, exist_ok=True)
         self.evaluations = CSVLog(self.save_dir / "evaluations.csv")
         self.train = CSVLog(self.save_dir / "train.csv")
@@ -91,6 +105,9 @@ class RunLogger:
         them again); returns the evaluation rows kept.
         """
         self._start = time.perf_counter() - wall_time
+        self._last_row = None
+        for sink in self.sinks:
+            sink.resumed(step)
         self.train.truncate_after(step)
         kept = self.evaluations.truncate_after(step)
         self.advance_to(step)
@@ -99,6 +116,8 @@ class RunLogger:
     def write_config(self, config: Mapping[str, Any]) -> None:
         with (self.save_dir / "config.json").open("w") as f:
             json.dump(config, f, indent=2, default=str)
+        for sink in self.sinks:
+            sink.config(config)
 
     def advance(self, steps: int) -> None:
         self._bar.update(steps)
@@ -112,19 +131,37 @@ class RunLogger:
         std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5
         row = {"step": step, "wall_time": self.wall_time, "return_mean": mean, "return_std": std}
         self.evaluations.write(row)
+        for sink in self.sinks:
+            sink.scalars(step, {"eval/return_mean": mean, "eval/return_std": std})
         self.set_status(eval_return=f"{mean:.1f}")
         return row
 
     def log_train(self, step: int, metrics: Mapping[str, float]) -> None:
-        self.train.write({"step": step, "wall_time": self.wall_time, **metrics})
+        wall_time = self.wall_time
+        self.train.write({"step": step, "wall_time": wall_time, **metrics})
+        if self.sinks:
+            scalars = {_tag(name): float(value) for name, value in metrics.items()}
+            if self._last_row is not None and wall_time > self._last_row[1]:
+                last_step, last_time = self._last_row
+                scalars["perf/steps_per_s"] = (step - last_step) / (wall_time - last_time)
+            for sink in self.sinks:
+                sink.scalars(step, scalars)
+        self._last_row = (step, wall_time)
         if "episode_return" in metrics:
             self.set_status(train_return=f"{metrics['episode_return']:.1f}")
+
+    def log_video(self, step: int, path: Path, episode_return: float) -> None:
+        """A video of the agent at `step` (written in videos/) for the trackers."""
+        for sink in self.sinks:
+            sink.video(step, path, episode_return)
 
     def message(self, text: str) -> None:
         self._bar.write(text, file=sys.stderr)
 
     def close(self) -> None:
         self._bar.close()
+        for sink in self.sinks:
+            sink.close()
 
     def set_status(self, **items: str) -> None:
         """Show `name=value` items after the progress bar (kept until replaced)."""
@@ -151,12 +188,30 @@ class PopulationLogger:
 
     @classmethod
     def create(
-        cls, save_dir: Path, agent_dirs: Sequence[Path], total_steps: int, progress: bool = True
+        cls,
+        save_dir: Path,
+        agent_dirs: Sequence[Path],
+        total_steps: int,
+        progress: bool = True,
+        trackers: Sequence[str] = (),
+        resume: bool = False,
     ) -> PopulationLogger:
-        if len(agent_dirs) == 1 and Path(agent_dirs[0]) == Path(save_dir):
-            return cls([RunLogger(save_dir, total_steps, progress)])
+        """The loggers of a run; `trackers` (`--logger`'s names) log one run per agent,
+        named by its folder (grouped by the run's folder, for a population)."""
+        from jax_rl.trackers import make_sinks
+
+        save_dir = Path(save_dir)
+        if len(agent_dirs) == 1 and Path(agent_dirs[0]) == save_dir:
+            sinks = make_sinks(trackers, save_dir, save_dir.name, None, resume)
+            return cls([RunLogger(save_dir, total_steps, progress, sinks)])
         top = RunLogger(save_dir, total_steps, progress)
-        return cls([RunLogger(d, total_steps, progress=False) for d in agent_dirs], top)
+        agents = [
+            RunLogger(
+                d, total_steps, False, make_sinks(trackers, d, Path(d).name, save_dir.name, resume)
+            )
+            for d in agent_dirs
+        ]
+        return cls(agents, top)
 
     @property
     def wall_time(self) -> float:
@@ -201,6 +256,12 @@ class PopulationLogger:
             agent.close()
         if self.top not in self.agents:
             self.top.close()
+
+
+def _tag(name: str) -> str:
+    """A tracker's tag for a train.csv column: the learner's metrics keep their own
+    (`loss/critic`), the loop's columns go under `train/`."""
+    return name if "/" in name else f"train/{name}"
 
 
 def _spread(values: Sequence[float]) -> str:

@@ -170,6 +170,13 @@ class BraxBackend:
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
         from jax_rl.trainers import DeviceTrainer
 
+        return DeviceTrainer(self.open_for_watching(args, loop_config, seeds[0], None))
+
+    def open_for_watching(
+        self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
+    ) -> Any:
+        """The batched environment (one for every agent: seeds are keys on the device;
+        the player draws frames from its `mj_model`)."""
         if is_playground(args):
             from jax_rl import algos, cli
             from jax_rl.envs import playground
@@ -180,7 +187,7 @@ class BraxBackend:
                     args.env,
                     self.physics(args),
                     loop_config.episode_length,
-                    asymmetric_obs=args.asymmetric_obs,
+                    asymmetric_obs=getattr(args, "asymmetric_obs", "auto"),
                 )
             except NoPrivilegedStateError as e:
                 cli.fail(str(e))
@@ -191,10 +198,10 @@ class BraxBackend:
                     f"{args.policy} cannot split from the actor's; use TD3 or SAC, or "
                     "--asymmetric_obs off"
                 )
-            return DeviceTrainer(env)
+            return env
         from jax_rl.envs.brax import BraxEnv
 
-        return DeviceTrainer(BraxEnv(args.env, self.physics(args), loop_config.episode_length))
+        return BraxEnv(args.env, self.physics(args), loop_config.episode_length)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,6 +75,13 @@ class DMControlBackend:
             lambda seed: DMControlEnv(args.domain_name, args.task_name, seed=seed), seeds
         )
 
+    def open_for_watching(
+        self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
+    ) -> Any:
+        from jax_rl.envs.dm_control import DMControlEnv
+
+        return DMControlEnv(args.domain_name, args.task_name, seed=seed, render_size=size)
+
 
 def main(argv: list[str] | None = None) -> int:
     return driver.main(argv, build_parser(), DMControlBackend())

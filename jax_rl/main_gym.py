@@ -59,6 +59,13 @@ class GymnasiumBackend:
 
         return HostTrainer.for_seeds(lambda seed: GymnasiumEnv(args.env, seed=seed), seeds)
 
+    def open_for_watching(
+        self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
+    ) -> Any:
+        from jax_rl.envs.gymnasium import GymnasiumEnv
+
+        return GymnasiumEnv(args.env, seed=seed, render_size=size)
+
 
 def main(argv: list[str] | None = None) -> int:
     return driver.main(argv, build_parser(), GymnasiumBackend())

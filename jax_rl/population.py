@@ -117,6 +117,12 @@ def index_agent(tree: Any, axes: Any, i: int) -> Any:
     return _per_agent(lambda x: x[i], axes, tree)
 
 
+def repeat_agent(tree: Any, axes: Any, size: int) -> Any:
+    """A population of `size` copies of one agent's tree (shared leaves as they are): the
+    shape of a population, e.g. to restore one agent out of a checkpoint."""
+    return _per_agent(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), axes, tree)
+
+
 def over_agents(
     fn: Callable[..., Any], in_axes: tuple[Any, ...], out_axes: Any, size: int
 ) -> Callable[..., Any]:

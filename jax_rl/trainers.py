@@ -55,12 +55,14 @@ class HostTrainer:
         loop_config: Any,
         logger: Any,
         control: Any,
+        recorder: Any = None,
     ) -> Outcome:
         from jax_rl.loops import host
 
         result = host.train_population(
-            algo, configs, seeds, self.envs, self.eval_envs, loop_config, logger, control
-        )
+            algo, configs, seeds, self.envs, self.eval_envs, loop_config, logger, control,
+            recorder,
+        )  # fmt: skip
         return Outcome(result.evaluations, [{} for _ in seeds], {})
 
 
@@ -99,6 +101,7 @@ class DeviceTrainer:
         loop_config: Any,
         logger: Any,
         control: Any,
+        recorder: Any = None,
     ) -> Outcome:
         import jax
         import jax.numpy as jnp
@@ -108,7 +111,7 @@ class DeviceTrainer:
         if self.env.actor_obs_size:  # [state | privileged state]: the actor sees the state
             configs = [c.replace(actor_obs_size=self.env.actor_obs_size) for c in configs]
         result = device.train_population(
-            algo, configs, seeds, self.env, loop_config, logger, control
+            algo, configs, seeds, self.env, loop_config, logger, control, recorder
         )
         # The same evaluation with uniform random actions: the floor each return is read against.
         keys = jnp.stack([jax.random.key(seed + 1) for seed in seeds])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kill_and_resume import assert_resumes_bitwise
+from watching import render_and_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "jax_rl" / "main_dm_control.py"
@@ -210,6 +211,25 @@ def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "never").exists()
+
+
+# --- Watching a trained run: jax_rl.render and jax_rl.evaluate (docs/watching.md) -------
+
+
+def test_render_and_evaluate_a_dm_control_run(dm_runs, tmp_path):
+    """Two episodes cut at 20 steps: 21 frames each (the first state included)."""
+    result, out = dm_runs("SAC")
+    assert result.returncode == 0, result.stderr
+    evaluation = render_and_evaluate(out, tmp_path / "sac.mp4", 42, CACHE, "--max_steps", "20")
+    assert all(0 <= r <= 1000 for r in evaluation["returns"])
+
+
+def test_render_and_evaluate_a_brax_run(brax_runs, tmp_path):
+    """Episodes of the run's 20-step time limit: 20 frames each (the state an episode ends
+    in is reset in the same step); the evaluation loads the render's compiled rollout."""
+    result, out = brax_runs("SAC")
+    assert result.returncode == 0, result.stderr
+    render_and_evaluate(out, tmp_path / "halfcheetah.mp4", 40, CACHE)
 
 
 # What third-party packages print on import or while building Brax's models (jax_rl.quiet).

@@ -139,6 +139,19 @@ class BraxEnv:
         [state | privileged state] observation (`jax_rl.envs.observation`)."""
         return int(getattr(self._env, "actor_obs_size", 0))
 
+    def mj_model(self) -> Any:
+        """The MuJoCo model to draw these environments with (`jax_rl.video`), or None for
+        one that has none (a custom environment without an `mj_model`)."""
+        if self._custom is not None:
+            return getattr(self._custom, "mj_model", None)
+        return getattr(self._env.sys, "mj_model", None)
+
+    def qpos(self, state: EnvState) -> jax.Array:
+        """[N, nq] joint positions of the N environments (what `mj_model` is drawn in)."""
+        if self._custom is not None:
+            return jax.vmap(self._custom.qpos)(state.physics)
+        return state.physics.pipeline_state.q
+
     def _reset_physics(self, key: jax.Array, num_envs: int) -> Any:
         return _strongly_typed(jax.vmap(self._env.reset)(jax.random.split(key, num_envs)))
 

@@ -56,10 +56,18 @@ def flatten_observation(observation: dict[str, np.ndarray]) -> np.ndarray:
 
 
 class DMControlEnv:
-    """One dm_control task. `seed` seeds the task's own random initial states."""
+    """One dm_control task. `seed` seeds the task's own random initial states;
+    `render_size` (width, height) is the size of the frames `render` draws."""
 
-    def __init__(self, domain_name: str, task_name: str, seed: int) -> None:
+    def __init__(
+        self,
+        domain_name: str,
+        task_name: str,
+        seed: int,
+        render_size: tuple[int, int] | None = None,
+    ) -> None:
         check_task(domain_name, task_name)
+        self.render_size = render_size
         self.name = f"{domain_name}-{task_name}"
         self._env = suite.load(domain_name, task_name, task_kwargs={"random": seed})
         spec = self._env.action_spec()
@@ -81,6 +89,16 @@ class DMControlEnv:
             discount=float(ts.discount),
             last=ts.last(),
         )
+
+    def render(self) -> np.ndarray:
+        """[H, W, 3] uint8: the scene now, from the task's first camera (the suite's
+        tracking view). Needs a renderer: MUJOCO_GL set before this module's import."""
+        if self.render_size is None:
+            raise ValueError(f"{self.name} was opened without a render_size")
+        width, height = self.render_size
+        physics = self._env.physics
+        camera = 0 if physics.model.ncam > 0 else -1
+        return np.asarray(physics.render(height=height, width=width, camera_id=camera))
 
     def get_state(self) -> dict[str, Any]:
         physics = self._env.physics

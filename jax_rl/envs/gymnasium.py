@@ -31,7 +31,8 @@ The state a checkpoint keeps (`get_state`), all JSON-compatible:
   example) resumes its episode in progress from the state of a fresh reset, and
   `set_state` warns that the run then differs from an uninterrupted one.
 
-No display is opened: environments are made with `render_mode=None`, so no OpenGL
+No display is opened for training: environments are made with `render_mode=None`
+(only a `render_size` asks for `rgb_array` frames, for videos), so no OpenGL
 context is created (glfw's library is loaded by Gymnasium's import, not
 initialised), and MUJOCO_GL is left as the user set it.
 """
@@ -72,8 +73,11 @@ def mujoco_ids() -> list[str]:
     )
 
 
-def make(env_id: str, max_episode_steps: int | None = None) -> gymnasium.Env:
-    """`gymnasium.make`, raising UnknownEnvironmentError (one line) where it cannot."""
+def make(
+    env_id: str, max_episode_steps: int | None = None, render_size: tuple[int, int] | None = None
+) -> gymnasium.Env:
+    """`gymnasium.make`, raising UnknownEnvironmentError (one line) where it cannot; with
+    `render_size` (width, height) it renders `rgb_array` frames of that size."""
     if env_id not in gymnasium.registry:
         raise UnknownEnvironmentError(
             f"unknown Gymnasium environment {env_id!r}; installed MuJoCo environments: "
@@ -81,12 +85,32 @@ def make(env_id: str, max_episode_steps: int | None = None) -> gymnasium.Env:
             "observations works)"
         )
     try:
-        return gymnasium.make(env_id, max_episode_steps=max_episode_steps)
+        if render_size is None:
+            return gymnasium.make(env_id, max_episode_steps=max_episode_steps)
+        return _make_rendering(env_id, max_episode_steps, render_size)
     except (gymnasium.error.Error, ImportError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnknownEnvironmentError(
             f"Gymnasium environment {env_id!r} cannot be made: {reason}"
         ) from None
+
+
+def _make_rendering(
+    env_id: str, max_episode_steps: int | None, render_size: tuple[int, int]
+) -> gymnasium.Env:
+    """The environment drawing `rgb_array` frames: of `render_size` where it takes a size
+    (the MuJoCo tasks do), else of its own size."""
+    width, height = render_size
+    try:
+        return gymnasium.make(
+            env_id,
+            max_episode_steps=max_episode_steps,
+            render_mode="rgb_array",
+            width=width,
+            height=height,
+        )
+    except TypeError:  # an environment without width and height arguments
+        return gymnasium.make(env_id, max_episode_steps=max_episode_steps, render_mode="rgb_array")
 
 
 def check_spaces(env_id: str, env: gymnasium.Env) -> None:
@@ -125,11 +149,19 @@ def check_env(env_id: str) -> None:
 
 class GymnasiumEnv:
     """One Gymnasium environment. `seed` seeds its first reset (and so its initial
-    states); `max_episode_steps` overrides the registered time limit."""
+    states); `max_episode_steps` overrides the registered time limit; with `render_size`
+    (width, height) `render` draws frames (Gymnasium's `rgb_array` mode)."""
 
-    def __init__(self, env_id: str, seed: int, max_episode_steps: int | None = None) -> None:
+    def __init__(
+        self,
+        env_id: str,
+        seed: int,
+        max_episode_steps: int | None = None,
+        render_size: tuple[int, int] | None = None,
+    ) -> None:
         self.name = env_id
-        self._env = make(env_id, max_episode_steps)
+        self.render_size = render_size
+        self._env = make(env_id, max_episode_steps, render_size)
         check_spaces(env_id, self._env)
         self._seed = seed
         self._seeded = False
@@ -161,6 +193,12 @@ class GymnasiumEnv:
             discount=0.0 if terminated else 1.0,
             last=bool(terminated or truncated),
         )
+
+    def render(self) -> np.ndarray:
+        """[H, W, 3] uint8: the scene now, as the environment draws it."""
+        if self.render_size is None:
+            raise ValueError(f"{self.name} was opened without a render_size")
+        return np.asarray(self._env.render())[..., :3]
 
     def get_state(self) -> dict[str, Any]:
         env = self.unwrapped

@@ -309,6 +309,15 @@ class PlaygroundTask:
     def action_size(self) -> int:
         return int(self._env.action_size)
 
+    @property
+    def mj_model(self) -> Any:
+        """The task's MuJoCo model (to draw it with, `jax_rl.video`)."""
+        return self._env.mj_model
+
+    def qpos(self, state: PlaygroundState) -> jax.Array:
+        """[nq] joint positions of one environment."""
+        return self._unpack(state).data.qpos
+
     def reset(self, key: jax.Array) -> PlaygroundState:
         """A fresh random initial state (Playground takes a raw uint32 key)."""
         raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key

@@ -493,6 +493,7 @@ def train_population(
     config: DeviceLoopConfig,
     logger: PopulationLogger,
     control: RunControl | None = None,
+    recorder: Any = None,
 ) -> TrainResult:
     """Train P agents (agent i: `algo_configs[i]`, `seeds[i]`) together, each on its own N
     Brax environments; evaluate every `eval_freq` environment steps. (`config.seed` is not
@@ -503,7 +504,8 @@ def train_population(
     `control`, checkpoint (and resume) the whole population at chunk
     boundaries. A non-finite loss or parameter stops a one-agent run
     (NonFiniteError); in a population the agent is reported and the others go
-    on, until none is left. Interrupted after saving on SIGINT/SIGTERM.
+    on, until none is left. Interrupted after saving on SIGINT/SIGTERM. With `recorder`
+    (`play.VideoRecorder`, --video_every), record videos of the agents at its steps.
     """
     run = _PopulationRun.start(algo, algo_configs, seeds, env, config, logger, control)
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
@@ -513,6 +515,10 @@ def train_population(
             params_ok = run.read_chunk(env_steps)
             last_chunk = chunk == config.num_chunks - 1
             run.maybe_evaluate(env_steps, last_chunk)
+            if recorder is not None and recorder.due(
+                env_steps - config.chunk_steps, env_steps, last_chunk
+            ):
+                recorder.record(env_steps, run.agent, skip=run.watch.diverged)
             run.checkpoint(env_steps, params_ok, last_chunk, signals)
     return run.finish()
 
@@ -577,6 +583,10 @@ class _PopulationRun:
         run.last_read, run.last_updates = time.perf_counter(), int(run.carry.updates)
         return run
 
+    def agent(self, i: int) -> Any:
+        """Agent i's learner state (no population axis)."""
+        return population.index_agent(self.carry.agent, self.axes.agent, i)
+
     def evaluate(self, step: int) -> list[dict[str, float]]:
         """Every agent's evaluation episodes at `step`, logged (fresh keys each time)."""
         pairs = jax.vmap(jax.random.split)(self.eval_keys)
@@ -638,7 +648,7 @@ class _PopulationRun:
     def finish(self) -> TrainResult:
         """Write each agent's final parameters (agent.msgpack) beside its logs."""
         for i, agent_logger in enumerate(self.logger.agents):
-            agent = population.index_agent(self.carry.agent, self.axes.agent, i)
+            agent = self.agent(i)
             with (agent_logger.save_dir / "agent.msgpack").open("wb") as f:
                 f.write(flax.serialization.to_bytes(agent))
         return TrainResult(self.carry, self.evaluations, self.pipeline)

@@ -504,6 +504,7 @@ def train_population(
     config: HostLoopConfig,
     logger: PopulationLogger,
     control: RunControl | None = None,
+    recorder: Any = None,
 ) -> TrainResult:
     """Train P agents (agent i: `algo_configs[i]`, `seeds[i]`, `envs[i]`, evaluated on
     `eval_envs[i]`) for `config.max_timesteps` steps each, in lock step: every step
@@ -515,16 +516,20 @@ def train_population(
     `control`, checkpoint (and resume) as it says. A non-finite loss, parameter
     or action stops a one-agent run (NonFiniteError); in a population the agent
     is reported and the others go on, until none is left. Interrupted after
-    saving on SIGINT/SIGTERM.
+    saving on SIGINT/SIGTERM. With `recorder` (`play.VideoRecorder`, --video_every),
+    record videos of the agents at its steps.
     """
     if not len(envs) == len(eval_envs) == len(algo_configs) == len(seeds):
         raise ValueError("one config, environment and evaluation environment per seed")
     run = _PopulationRun.start(algo, algo_configs, seeds, envs, eval_envs, config, logger, control)
+    run.recorder = recorder
     evaluations = run.first_evaluations()
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
         while run.collector.steps < config.max_timesteps:
             run.step()
             run.log_and_evaluate(evaluations)
+            if recorder is not None:  # tested here: a run without videos pays no call
+                run.record_video()
             run.checkpoint(signals)
     return run.finish(evaluations)
 
@@ -544,6 +549,7 @@ class _PopulationRun:
     axes: Learner
     finite: Callable[[Any], jax.Array]
     watch: DivergenceWatch
+    recorder: Any = None  # play.VideoRecorder, with --video_every
 
     @classmethod
     def start(
@@ -633,6 +639,12 @@ class _PopulationRun:
         if done % config.eval_freq == 0 or done == config.max_timesteps:
             for kept, row in zip(evaluations, self.evaluate_all(done), strict=True):
                 kept.append(row)
+
+    def record_video(self) -> None:
+        """At the recorder's steps and at the end, a video of every agent not diverged."""
+        done = self.collector.steps
+        if self.recorder.due(done - 1, done, done == self.config.max_timesteps):
+            self.recorder.record(done, self.agent, skip=self.watch.diverged)
 
     def checkpoint(self, signals: StopSignals | None) -> None:
         """Save at checkpoint points, at the end and on a signal (then stop)."""

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from kill_and_resume import assert_resumes_bitwise, evaluations
+from watching import render_and_evaluate
 
 from jax_rl import main_brax
 from jax_rl.envs import UnknownEnvironmentError, playground
@@ -189,6 +190,14 @@ class TestEntryPoint:
         assert reference_result.returncode == 0, reference_result.stderr
         args = (*FLAGS, "--policy", "SAC", "--checkpoint_every", "256")
         assert_resumes_bitwise(run, args, tmp_path / "run", 256, reference)
+
+    def test_render_and_evaluate_the_trained_agent(self, runs, tmp_path):
+        """20-step episodes: 20 frames each; the evaluation loads the render's program."""
+        result, out = runs("SAC")
+        assert result.returncode == 0, result.stderr
+        cache = {"JAX_COMPILATION_CACHE_DIR": COMPILATION_CACHE}
+        evaluation = render_and_evaluate(out, tmp_path / "cartpole.mp4", 40, cache)
+        assert all(0 <= r <= 20 for r in evaluation["returns"])
 
     def test_a_population_of_two_sac_agents_learns_to_balance(self, tmp_path):
         """Two seeds in one vmapped run: each agent's deterministic policy, 86 and 62 at
