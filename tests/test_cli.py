@@ -121,6 +121,15 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--noise_color", "nan"], "--noise_color: expected a finite number, got 'nan'"),
         (["--preset", "bogus"], "unknown preset 'bogus' for TD3; choose from auto, paper"),
         (["--policy", "SAC", "--preset", "dm_control/walker-walk"], "unknown preset"),
+        # The accelerator-scale recipe (docs/accelerator.md).
+        (["--critic", "categorical", "--num_atoms", "1"], "num_atoms must be an integer >= 2"),
+        (["--v_min", "5", "--v_max", "5"], "v_min must be below v_max"),
+        (["--v_min", "nan"], "--v_min: expected finite numbers"),
+        (["--critic_hidden_sizes", "256,0"], "critic_hidden_sizes must be positive integers"),
+        (["--policy", "MPO", "--critic", "categorical"], "--critic does not apply to --policy MPO"),
+        (["--normalize_obs", "maybe"], "expected true or false, got 'maybe'"),
+        (["--matmul_dtype", "fp16"], "matmul_dtype must be one of float32, bf16"),
+        (["--exploration_noise_min", "0.1"], "the host loop explores with --exploration_noise"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):
@@ -203,6 +212,11 @@ def test_brax_entry_point_runs_end_to_end(policy, brax_runs):
         (["--tau", "0.1,0.1000001"], "repeat (to 6 significant digits"),
         (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
         (["--policy_freq", "1,2"], "invalid int value"),
+        (["--asymmetric_obs", "on"], "observes an array, not a dict with 'state'"),
+        (
+            ["--env", "CartpoleSwingup", "--asymmetric_obs", "on"],
+            "--asymmetric_obs on: Playground task CartpoleSwingup observes an array",
+        ),
     ],
 )
 def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):

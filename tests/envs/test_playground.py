@@ -232,3 +232,14 @@ def test_bad_name_exits_2_with_one_line_listing_both_registries(tmp_path):
     assert result.stderr.startswith("error: unknown Brax environment or Playground task")
     assert "halfcheetah" in result.stderr and "CartpoleSwingup" in result.stderr
     assert not (tmp_path / "never").exists()
+
+
+def test_a_task_without_its_robot_models_is_refused_with_what_to_do(monkeypatch):
+    from jax_rl.envs import playground
+
+    monkeypatch.setattr(playground, "_menagerie_ready", lambda: False)
+    assert playground.suite_of("Go1JoystickFlatTerrain") == "locomotion"
+    with pytest.raises(playground.MissingAssetsError, match="needs MuJoCo Menagerie") as error:
+        playground.check_environment("Go1JoystickFlatTerrain")
+    assert "clone https://github.com/google-deepmind/mujoco_menagerie" in str(error.value)
+    playground.check_environment("HumanoidWalk")  # the DM Control Suite needs none
