@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import logging
 import os
 import socket
 import sys
@@ -129,7 +130,7 @@ def connect(address: str | None) -> None:
             fail(f"--address {address}: cannot reach a Ray head there ({e.strerror or e})")
     options: dict[str, Any] = {} if address else {"include_dashboard": False}
     try:
-        ray.init(address=address, logging_level="WARNING", **options)
+        ray.init(address=address, logging_level=logging.WARNING, **options)
     except Exception as e:  # ConnectionError, RuntimeError, ...: Ray's words, on one line
         where = f"--address {address}" if address else "a local Ray"
         fail(f"{where}: cannot start or join Ray ({' '.join(str(e).split())})")
@@ -321,7 +322,7 @@ def run_jobs(
     `events_file`), hand each result to `finish` (False: the job failed); the failed jobs."""
     import ray
 
-    board = ray.remote(num_cpus=0)(Board).remote()
+    board: Any = ray.remote(num_cpus=0)(Board).remote()
     tasks: dict[Callable[..., Any], Any] = {}
     refs = {}
     for sub in submissions:
