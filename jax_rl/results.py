@@ -6,6 +6,7 @@
     python -m jax_rl.results --suite playground   # the six tasks on MJX, device pipeline, 100k
     python -m jax_rl.results --suite playground --seeds 5 --steps 500000    # on a GPU
     python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
+    python -m jax_rl.results --engine ray         # the cells at once, one a core (docs/cluster.md)
 
 A suite is a backend's entry point, its standard tasks and learners, a step
 count and the published figures the table sets beside ours (`SUITES`).
@@ -20,6 +21,11 @@ stopped. Each finished run's CSVs, configs and
 summaries are copied to `--out/<task>/<learner>/`; the table goes to
 `<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
 figures and their source) and the figure, a panel per task, to `<out>.png`.
+
+`--engine ray [--address HOST:PORT]` trains the cells as Ray tasks (`jax_rl.cluster`,
+docs/cluster.md): all at once where there are the cores, each pinned to one, on this
+machine or a cluster; the same skipping, resuming, files and table. A lost worker's cell
+is retried and continues from its checkpoint in `--runs_dir` (shared storage on a cluster).
 """
 
 from __future__ import annotations
