@@ -133,7 +133,12 @@ def connect(address: str | None) -> None:
         ray.init(address=address, logging_level=logging.WARNING, **options)
     except Exception as e:  # ConnectionError, RuntimeError, ...: Ray's words, on one line
         where = f"--address {address}" if address else "a local Ray"
-        fail(f"{where}: cannot start or join Ray ({' '.join(str(e).split())})")
+        hint = ""
+        if address and "RAY_AUTH_MODE" not in os.environ:
+            # Ray 2.60's heads require their token, and a joining process only sends it in
+            # token mode (docs/cluster.md).
+            hint = "; a cluster started with its token needs RAY_AUTH_MODE=token here"
+        fail(f"{where}: cannot start or join Ray ({' '.join(str(e).split())}){hint}")
 
 
 def gpus_per_job(device_pipeline: bool) -> float:
