@@ -346,7 +346,9 @@ def run_jobs(
             try:
                 result = ray.get(ref)
             except ray.exceptions.RayError as e:
-                print(f"{_clock()} {job.label}: lost ({_first_line(e)}); see {job.log}")
+                # An error of the job's own is not retried; a lost worker was, RETRIES times.
+                how = "failed" if isinstance(e, ray.exceptions.RayTaskError) else "lost"
+                print(f"{_clock()} {job.label}: {how} ({_first_line(e)}); see {job.log}")
                 failed.append(job)
                 continue
             if not finish(job, result):

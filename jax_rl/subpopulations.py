@@ -79,8 +79,9 @@ def train_on_ray(
     per_worker = args.agents_per_worker or 1
     parts = split(agents, per_worker)
     entry = EntryPoint.of(backend)
-    # The workers' flags: the same run, in its absolute folder (they start elsewhere).
-    worker_argv = [*argv, "--save_dir", str(top)]
+    # The workers' flags: the same run, in its absolute folder (they start elsewhere), its
+    # output a log (no progress bar).
+    worker_argv = [*argv, "--save_dir", str(top), "--no_progress"]
     worker_argv += ["--resume", str(top)] if args.resume else []
     submissions = []
     for i, part in enumerate(parts, 1):
