@@ -9,9 +9,9 @@ Two kinds of work become Ray tasks, here called jobs:
 
 A job runs in a worker process of its own (`max_calls=1`: JAX's state and its XLA flags
 belong to a process) and asks Ray for one CPU core, or one GPU where the device pipeline
-runs on one. A CPU job pins itself to a core that no other job on its machine holds and
-turns XLA's intra-op threads off, as the results notes recommend for runs that share a
-machine (docs/results/README.md): two cells on two cores then do not fight over both.
+runs on one. A CPU job pins itself to a core that no other job on its machine holds, as
+the results notes recommend for runs that share a machine (docs/results/README.md): two
+cells on two cores then do not fight over both.
 The job's output (the entry point's stdout and stderr) is appended to a log file in the
 runs folder, where it also checkpoints. When its worker is lost (the process killed, the
 machine gone), Ray starts the job again, up to `RETRIES` times, and the new attempt
@@ -43,7 +43,6 @@ from typing import Any, NoReturn, TypeVar
 
 ENGINES = ("local", "ray")
 RETRIES = 3  # Ray's retries of a job whose worker was lost
-PIN_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 KILL_AT_STEP = "JAX_RL_KILL_AT_STEP"  # the loops' fault injection (jax_rl.cli)
 KILL_JOB = "JAX_RL_KILL_JOB"  # test only: which job's first attempt it kills (default: all)
 CONNECT_TIMEOUT_S = 5.0
@@ -254,9 +253,16 @@ def latest_step(folder: Path) -> int | None:
 
 
 def pin_to_a_free_core() -> int | None:
-    """Pin this process, and XLA's threads, to a core that no other job on this machine
-    holds; None (unpinned) where every core is held. A core is held through a lock file,
-    which the kernel releases when the process ends, even by SIGKILL."""
+    """Pin this process to a core that no other job on this machine holds; None (unpinned)
+    where every core is held. A core is held through a lock file, which the kernel
+    releases when the process ends, even by SIGKILL.
+
+    JAX's CPU client is started first, with the process's whole affinity, so that XLA's
+    thread pool has the size it has in an unpinned run: XLA splits some operations by the
+    number of its threads, and a pool of one gives other float rounding than `--engine
+    local` (SAC's cartpole-swingup returns at 10k steps: 147 / 225 / 240 against 227 /
+    186 / 187). Then every thread of the process is pinned to the core, and so are the
+    threads started later, which inherit it."""
     folder = Path(tempfile.gettempdir()) / f"jax_rl-cores-{os.getuid()}"
     folder.mkdir(exist_ok=True)
     for core in sorted(os.sched_getaffinity(0)):
@@ -267,9 +273,12 @@ def pin_to_a_free_core() -> int | None:
             os.close(fd)
             continue
         _held_cores.append(fd)  # held for the worker's life: one job (max_calls=1)
-        os.sched_setaffinity(0, {core})
-        # Read when JAX first starts its backend, which the job's run has not yet done.
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {PIN_XLA_FLAGS}".strip()
+        import jax
+
+        jax.devices("cpu")  # the CPU client and its thread pool, sized as unpinned
+        for thread in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):  # a thread that has ended
+                os.sched_setaffinity(int(thread), {core})
         return core
     return None
 
