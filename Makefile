@@ -69,6 +69,8 @@ bench-quick: init
 # and continues the interrupted one from its checkpoint (in RESULTS_RUNS; keep it where a
 # new clone of the work tree does not remove it).
 # Narrow it with RESULTS_FLAGS, e.g. RESULTS_FLAGS="--tasks walker-walk --learners SAC".
+# RESULTS_FLAGS="--engine ray" trains the cells at once as Ray tasks, one a core, or on a
+# cluster with "--engine ray --address HEAD:PORT" (docs/cluster.md).
 RESULTS_RUNS ?= runs/results
 RESULTS_FLAGS ?=
 results: init

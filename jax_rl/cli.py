@@ -468,20 +468,21 @@ def write_configs(
 ) -> None:
     """config.json of the run (with its agent list) and of each agent (its seed and values)."""
     if len(agents) > 1:
-        run_config = {
-            **run_config,
-            "sweep": sweep,
-            "agents": [
-                {"index": a.index, "seed": a.seed, "folder": a.folder(policy), **dict(a.values)}
-                for a in agents
-            ],
-        }
+        run_config = {**run_config, "sweep": sweep, "agents": agent_records(agents, policy)}
     logger.top.write_config(run_config)
     for agent, agent_logger, agent_config in zip(agents, logger.agents, configs, strict=True):
         if agent_logger is not logger.top:
             agent_logger.write_config(
                 {**run_config, "seed": agent.seed, "algo": dataclasses.asdict(agent_config)}
             )
+
+
+def agent_records(agents: Sequence[Any], policy: str) -> list[dict[str, Any]]:
+    """The agent list of a population's config.json: index, seed, folder, swept values."""
+    return [
+        {"index": a.index, "seed": a.seed, "folder": a.folder(policy), **dict(a.values)}
+        for a in agents
+    ]
 
 
 def describe_population(agents: Sequence[Any], sweep: dict[str, list[float]], name: str) -> str:
@@ -508,8 +509,6 @@ def write_summaries(
     """summary.json per agent (its final evaluation and `per_agent[i]`); for a population
     also the run's summary.json (`overall` added) and ranking.md (settings ranked by final
     return). Returns the ranking table, None for one agent."""
-    from jax_rl import population
-
     for final, extra, agent_logger in zip(finals, per_agent, logger.agents, strict=True):
         summary = {
             "final_return_mean": final["return_mean"],
@@ -521,16 +520,28 @@ def write_summaries(
         )
     if len(agents) == 1:
         return None
-    ranking = population.rank_settings(agents, [f["return_mean"] for f in finals])
+    return write_ranking(
+        save_dir, agents, policy, title, [f["return_mean"] for f in finals], overall
+    )
+
+
+def write_ranking(
+    save_dir: Path,
+    agents: Sequence[Any],
+    policy: str,
+    title: str,
+    finals: Sequence[float],
+    overall: dict[str, Any],
+) -> str:
+    """A population's ranking.md (settings ranked by the agents' final returns `finals`)
+    and summary.json (`overall` added); returns the ranking table."""
+    from jax_rl import population
+
+    ranking = population.rank_settings(agents, finals)
     table = population.ranking_markdown(ranking, policy)
     (save_dir / "ranking.md").write_text(f"# {title}\n\n{table}")
     rows = [
-        {
-            "folder": a.folder(policy),
-            "seed": a.seed,
-            **dict(a.values),
-            "final_return_mean": f["return_mean"],
-        }
+        {"folder": a.folder(policy), "seed": a.seed, **dict(a.values), "final_return_mean": f}
         for a, f in zip(agents, finals, strict=True)
     ]
     (save_dir / "summary.json").write_text(

@@ -11,6 +11,9 @@ its environments as a `Trainer`. `main` does the rest, in this order:
 3. open the environments, check the replay fits, check any checkpoint;
 4. train (the backend's loop), then write summary.json (and ranking.md for a
    population) and print the final line.
+
+With `--engine ray` steps 3 and 4 happen in Ray tasks instead, one per sub-population
+of `--agents_per_worker` agents (`jax_rl.subpopulations`, `train_part` here).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
 
-from jax_rl import cli, presets
+from jax_rl import cli, cluster, presets
 
 
 @dataclasses.dataclass
@@ -128,6 +131,7 @@ def add_common_flags(parser: argparse.ArgumentParser, loop_defaults: Any) -> Non
         "or a preset's name; flags you give always win",
     )
     cli.add_population_flag(parser)
+    cluster.add_engine_flags(parser, population=True)
     cli.add_run_flags(parser, loop_defaults)
     cli.add_policy_flags(parser)
 
@@ -145,11 +149,11 @@ def explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) 
     return set(vars(given))
 
 
-# Flags a preset may not set: they choose what runs, not how it learns.
+# Flags a preset may not set: they choose what runs (and where), not how it learns.
 NOT_IN_PRESETS = frozenset(
     {
         "policy", "preset", "seed", "num_seeds", "save_dir", "resume", "no_progress", "help",
-        "logger", "video_every",
+        "logger", "video_every", "engine", "address", "agents_per_worker",
     }
 )  # fmt: skip
 
@@ -263,6 +267,9 @@ def resolve_settings(
 ) -> Settings:
     """Parse and check every setting (exit 2 with one line on the first bad one)."""
     args = parser.parse_args(argv)
+    problem = cluster.engine_problem(args)
+    if problem:
+        cli.fail(problem)
     from jax_rl.envs import UnknownEnvironmentError
 
     try:
@@ -311,6 +318,10 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
     name = f"{backend.run_prefix}{args.policy}-{s.task}"
     name += f"-{len(agents)}agents" if len(agents) > 1 else ""
     name += f"-seed{args.seed}"
+    if args.engine == "ray":
+        from jax_rl import subpopulations
+
+        return subpopulations.train_on_ray(s, backend, sys.argv[1:] if argv is None else argv, name)
     trainer, save_dir, control = prepare(s, backend, name)
     print(
         f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
@@ -334,19 +345,31 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
 
 def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, Any]:
     """Open the environments; check the replay fits and any checkpoint (exit 2 if not)."""
+    trainer = open_trainer(s, backend)
+    save_dir = cli.save_dir_of(s.args, name)
+    return trainer, save_dir, cli.run_control(s.args, save_dir, identity_of(s, backend))
+
+
+def open_trainer(s: Settings, backend: Backend) -> Trainer:
+    """The agents' environments, after checking that their replay buffers fit (exit 2)."""
     # Imported late: JAX and the simulators take seconds to load, --help should not.
     from jax_rl.replay import ReplaySpec, ReplayTooLargeError, check_fits
 
-    args, num_agents = s.args, len(s.agents)
-    trainer = backend.open(args, s.loop_config, [a.seed for a in s.agents])
+    num_agents = len(s.agents)
+    trainer = backend.open(s.args, s.loop_config, [a.seed for a in s.agents])
     try:
         # Every agent has a buffer of its own.
         rows = s.loop_config.capacity * num_agents
         check_fits(ReplaySpec(rows, trainer.obs_size, trainer.action_size))
     except ReplayTooLargeError as e:
         cli.fail(f"{num_agents} agents: {e}" if num_agents > 1 else str(e))
-    save_dir = cli.save_dir_of(args, name)
-    identity = cli.run_identity(
+    return trainer
+
+
+def identity_of(s: Settings, backend: Backend) -> dict[str, Any]:
+    """The run's identity, as its checkpoints store it (`cli.run_identity`)."""
+    args = s.args
+    return cli.run_identity(
         args,
         s.loop_config,
         s.algo_config,
@@ -354,19 +377,44 @@ def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, An
         num_seeds=args.num_seeds,
         sweep=s.sweep,
     )
-    return trainer, save_dir, cli.run_control(args, save_dir, identity)
 
 
-def train(s: Settings, backend: Backend, trainer: Trainer, save_dir: Path, control: Any) -> int:
-    """Write the configs, train, write the summaries; the exit code."""
+def train_part(s: Settings, backend: Backend, part_dir: Path, agent_dirs: Sequence[Path]) -> int:
+    """Train `s.agents`, a sub-population of a bigger run (`jax_rl.subpopulations`): its
+    checkpoints, config and summary in `part_dir`, each agent's files in `agent_dirs`.
+    Where `part_dir` holds a checkpoint (a retried Ray task) it continues from it."""
+    from jax_rl.checkpoint import Checkpointer
+
+    started = Checkpointer(part_dir / "checkpoints").latest_step() is not None
+    resume = str(part_dir) if started else None
+    s = dataclasses.replace(s, args=argparse.Namespace(**{**vars(s.args), "resume": resume}))
+    trainer = open_trainer(s, backend)
+    # The part's own agents in its identity: no part continues another's checkpoint.
+    identity = {**identity_of(s, backend), "agents": [a.index for a in s.agents]}
+    control = cli.run_control(s.args, part_dir, identity)
+    return train(s, backend, trainer, part_dir, control, agent_dirs)
+
+
+def train(
+    s: Settings,
+    backend: Backend,
+    trainer: Trainer,
+    save_dir: Path,
+    control: Any,
+    agent_dirs: Sequence[Path] | None = None,
+) -> int:
+    """Write the configs, train, write the summaries; the exit code. The agents' folders
+    are `agent_dirs`, by default those of `cli.agent_dirs`."""
     from jax_rl.logger import PopulationLogger
     from jax_rl.trackers import TrackerError
 
     args, agents, loop_config = s.args, s.agents, s.loop_config
     total = loop_config.total_steps
+    if agent_dirs is None:
+        agent_dirs = cli.agent_dirs(save_dir, agents, args.policy)
     logger = PopulationLogger.create(
         save_dir,
-        cli.agent_dirs(save_dir, agents, args.policy),
+        agent_dirs,
         total,
         progress=not args.no_progress,
         trackers=args.logger,

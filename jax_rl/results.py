@@ -6,6 +6,7 @@
     python -m jax_rl.results --suite playground   # the six tasks on MJX, device pipeline, 100k
     python -m jax_rl.results --suite playground --seeds 5 --steps 500000    # on a GPU
     python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
+    python -m jax_rl.results --engine ray         # the cells at once, one a core (docs/cluster.md)
 
 A suite is a backend's entry point, its standard tasks and learners, a step
 count and the published figures the table sets beside ours (`SUITES`).
@@ -20,6 +21,11 @@ stopped. Each finished run's CSVs, configs and
 summaries are copied to `--out/<task>/<learner>/`; the table goes to
 `<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
 figures and their source) and the figure, a panel per task, to `<out>.png`.
+
+`--engine ray [--address HOST:PORT]` trains the cells as Ray tasks (`jax_rl.cluster`,
+docs/cluster.md): all at once where there are the cores, each pinned to one, on this
+machine or a cluster; the same skipping, resuming, files and table. A lost worker's cell
+is retried and continues from its checkpoint in `--runs_dir` (shared storage on a cluster).
 """
 
 from __future__ import annotations
@@ -34,13 +40,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jax_rl import plot
+from jax_rl import cluster, plot
 from jax_rl.envs import playground
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -266,7 +272,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="",
         help='more flags for every run, e.g. "--eval_episodes 5" (they win over presets)',
     )
+    cluster.add_engine_flags(parser, population=False)
+    parser.add_argument(
+        "--progress_every",
+        type=float,
+        default=60.0,
+        help="with --engine ray: seconds between a cell's lines of steps done",
+    )
     args = parser.parse_args(argv)
+    problem = cluster.engine_problem(args)
+    if problem is None and "--engine" in shlex.split(args.flags):
+        problem = "--engine goes to jax_rl.results itself, not into --flags"
+    if problem:
+        cluster.fail(problem)
     args.suite_name = args.suite
     suite = args.suite = SUITES[args.suite]
     args.tasks = [t for t in args.tasks.split(",") if t] if args.tasks else list(suite.tasks)
@@ -339,23 +357,35 @@ def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
     return changes
 
 
-def train_cell(
-    args: argparse.Namespace, task: str, learner: str, label: str, settings: dict[str, Any]
-) -> bool:
-    """Train (or continue) one cell; copy its results into the repository. False on failure.
-    A run in `--runs_dir` with other settings than `settings` is moved aside, not resumed."""
-    run_dir = args.runs_dir / f"{learner}-{task}"
+def run_dir_of(args: argparse.Namespace, task: str, learner: str) -> Path:
+    """Where a cell's run trains and checkpoints."""
+    return args.runs_dir / f"{learner}-{task}"
+
+
+def log_of(args: argparse.Namespace, task: str, learner: str) -> Path:
+    """The cell's log: its runs' output, appended sitting after sitting."""
+    return args.runs_dir / f"{learner}-{task}.log"
+
+
+def prepare_run(
+    args: argparse.Namespace,
+    task: str,
+    learner: str,
+    settings: dict[str, Any],
+    say: Callable[[str], None],
+) -> list[str]:
+    """The entry point's flags that train or continue the cell's run, its folder made
+    ready. A run in `--runs_dir` with other settings than `settings` is moved aside, not
+    resumed; one with a checkpoint is continued; a start that never checkpointed is
+    removed. `say` tells the user which (the same on a retry: it continues)."""
+    run_dir = run_dir_of(args, task, learner)
     flags = run_flags(args, task, learner)
     changes = changed_settings(run_dir / "config.json", settings)
     if changes:
         aside = run_dir.with_name(f"{run_dir.name}.replaced")
         shutil.rmtree(aside, ignore_errors=True)
         run_dir.rename(aside)
-        print(
-            f"{label} {learner} on {task}: the run in {run_dir} has other settings "
-            f"({'; '.join(changes)}); moved to {aside}",
-            flush=True,
-        )
+        say(f"the run in {run_dir} has other settings ({'; '.join(changes)}); moved to {aside}")
     checkpoints = run_dir / "checkpoints"
     if checkpoints.is_dir() and any(checkpoints.iterdir()):
         flags += ["--resume", str(run_dir)]
@@ -365,8 +395,23 @@ def train_cell(
         flags += ["--save_dir", str(run_dir)]
         how = "starting"
     args.runs_dir.mkdir(parents=True, exist_ok=True)
-    log = args.runs_dir / f"{learner}-{task}.log"
-    print(f"{label} {learner} on {task}: {how} (log: {log})", flush=True)
+    say(f"{how} (log: {log_of(args, task, learner)})")
+    return flags
+
+
+def train_cell(
+    args: argparse.Namespace, task: str, learner: str, label: str, settings: dict[str, Any]
+) -> bool:
+    """Train (or continue) one cell; copy its results into the repository. False on failure."""
+    run_dir = run_dir_of(args, task, learner)
+    flags = prepare_run(
+        args,
+        task,
+        learner,
+        settings,
+        lambda text: print(f"{label} {learner} on {task}: {text}", flush=True),
+    )
+    log = log_of(args, task, learner)
     start = time.perf_counter()
     with log.open("a") as out:
         code = subprocess.call(
@@ -387,16 +432,23 @@ def train_cell(
     return True
 
 
-def copy_results(run_dir: Path, dest: Path) -> None:
+def result_files(run_dir: Path) -> list[Path]:
     """The run's CSVs, configs, summaries and ranking (no checkpoints, no parameters)."""
+    return [
+        path
+        for pattern in COPIED
+        for path in run_dir.rglob(pattern)
+        if "checkpoints" not in path.relative_to(run_dir).parts
+    ]
+
+
+def copy_results(run_dir: Path, dest: Path) -> None:
+    """The run's `result_files`, in `dest` as they are in `run_dir`."""
     shutil.rmtree(dest, ignore_errors=True)
-    for pattern in COPIED:
-        for path in run_dir.rglob(pattern):
-            if "checkpoints" in path.relative_to(run_dir).parts:
-                continue
-            target = dest / path.relative_to(run_dir)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
+    for path in result_files(run_dir):
+        target = dest / path.relative_to(run_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
 
 
 def final_returns(result_dir: Path) -> list[float]:
@@ -546,33 +598,52 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     return path
 
 
+def to_train(
+    args: argparse.Namespace, task: str, learner: str, label: str, settings: dict[str, Any]
+) -> bool:
+    """Whether the cell trains this sitting: not when its results under `--out` ran with
+    the settings it resolves to now."""
+    result_dir = args.out / task / learner
+    if not finished(result_dir, args.seeds, args.steps):
+        return True
+    changes = changed_settings(result_dir / "config.json", settings)
+    if not changes:
+        print(f"{label} {learner} on {task}: already in {args.out}; skipped")
+        return False
+    print(
+        f"{label} {learner} on {task}: its results in {args.out} ran with other "
+        f"settings ({'; '.join(changes)}); training it again",
+        flush=True,
+    )
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cells = [(t, p) for t in args.tasks for p in args.learners]
     failed = []
     if not args.table_only:
+        if args.engine == "ray":  # joined first: an unreachable cluster stops it at once
+            cluster.connect(args.address)
         import jax
 
         # This process only reads settings (the runs are subprocesses): keep it off any
         # accelerator, whose memory the runs need.
         jax.config.update("jax_platforms", "cpu")
+        todo = []
         for i, (task, learner) in enumerate(cells, 1):
             label = f"[{i}/{len(cells)}]"
             settings = resolved_settings(args, task, learner)
-            result_dir = args.out / task / learner
-            if finished(result_dir, args.seeds, args.steps):
-                changes = changed_settings(result_dir / "config.json", settings)
-                if not changes:
-                    print(f"{label} {learner} on {task}: already in {args.out}; skipped")
-                    continue
-                print(
-                    f"{label} {learner} on {task}: its results in {args.out} ran with other "
-                    f"settings ({'; '.join(changes)}); training it again",
-                    flush=True,
-                )
+            if not to_train(args, task, learner, label, settings):
+                continue
+            if args.engine == "ray":
+                todo.append(Cell(label, task, learner, settings))
+                continue
             if not train_cell(args, task, learner, label, settings):
                 failed.append(f"{learner} on {task}")
             write_table(args)
+        if todo:
+            failed = train_on_ray(args, todo)
     table = write_table(args)
     figure = write_figure(args)
     print(f"wrote {table}" + (f" and {figure}" if figure else ""))
@@ -580,6 +651,94 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+# --- --engine ray: the cells as Ray tasks (jax_rl.cluster) ---------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """A cell that trains this sitting, with the settings its run resolves to."""
+
+    label: str  # "[2/6]"
+    task: str
+    learner: str
+    settings: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.learner}-{self.task}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CellResult:
+    """What a cell's Ray task hands back: the run's exit code and its result files."""
+
+    code: int
+    files: dict[str, bytes]  # `result_files`, by their path in the run's folder
+    seconds: float
+
+
+def train_on_ray(args: argparse.Namespace, cells: Sequence[Cell]) -> list[str]:
+    """Train `cells` as Ray tasks, all at once where the cluster has the cores; each
+    finished cell's results go under `--out` and into the table as it ends. The failed."""
+    # Workers start elsewhere (another folder, another machine): paths must be absolute.
+    args = argparse.Namespace(**{**vars(args), "runs_dir": args.runs_dir.absolute()})
+    gpus = cluster.gpus_per_job(args.suite.loop == "the device pipeline")
+    submissions = []
+    for cell in cells:
+        job = cluster.Job(
+            key=cell.key,
+            label=f"{cell.label} {cell.learner} on {cell.task}",
+            watch=run_dir_of(args, cell.task, cell.learner),
+            log=log_of(args, cell.task, cell.learner),
+            total_steps=args.steps,
+            gpus=gpus,
+            progress_every=args.progress_every,
+            kill_at_step=cluster.kill_at_step_of(cell.key),
+        )
+        submissions.append(cluster.Submission(job, train_cell_in_worker, (args, cell)))
+    by_key = {cell.key: cell for cell in cells}
+
+    def finish(job: cluster.Job, result: CellResult) -> bool:
+        cell = by_key[job.key]
+        if result.code != 0:
+            print(f"{job.label}: exit code {result.code}; see {job.log}", flush=True)
+            return False
+        dest = args.out / cell.task / cell.learner
+        shutil.rmtree(dest, ignore_errors=True)
+        for name, data in result.files.items():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / name).write_bytes(data)
+        finals = final_returns(dest)
+        print(
+            f"{job.label}: done in {result.seconds:.0f} s, final returns "
+            f"{' / '.join(f'{r:.0f}' for r in finals)}",
+            flush=True,
+        )
+        write_table(args)
+        return True
+
+    failed = cluster.run_jobs(submissions, finish, args.runs_dir / "ray-events.jsonl")
+    return [f"{by_key[job.key].learner} on {by_key[job.key].task}" for job in failed]
+
+
+def train_cell_in_worker(
+    job: cluster.Job, board: Any, args: argparse.Namespace, cell: Cell
+) -> CellResult:
+    """A cell as a Ray task: `train_cell`'s run, in this worker process (so that a lost
+    worker is a lost run, which Ray retries and which continues from its checkpoint)."""
+
+    def work(say: Callable[[str], None]) -> CellResult:
+        flags = prepare_run(args, cell.task, cell.learner, cell.settings, say)
+        entry = importlib.import_module(f"jax_rl.{Path(args.suite.entry_point).stem}")
+        start = time.perf_counter()
+        code = cluster.exit_code(lambda: entry.main(flags))
+        run_dir = run_dir_of(args, cell.task, cell.learner)
+        files = {str(p.relative_to(run_dir)): p.read_bytes() for p in result_files(run_dir)}
+        return CellResult(code, files if code == 0 else {}, time.perf_counter() - start)
+
+    return cluster.run_job(job, board, work)
 
 
 if __name__ == "__main__":
