@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from jax_rl.algos import categorical, sac, td3
-from jax_rl.transition import Transition
+
+from .test_td3 import batch as _batch  # the hand-computed tests' batch
 
 ATOMS = categorical.support(0.0, 2.0, 3)  # z = [0, 1, 2], spacing 1
 PROBS = jnp.array([0.2, 0.3, 0.5])
@@ -82,16 +83,6 @@ def test_cross_entropy_by_hand():
 
 def test_mean_value_is_the_expectation_over_the_atoms():
     np.testing.assert_allclose(categorical.mean_value(jnp.log(PROBS), ATOMS), 1.3, rtol=1e-6)
-
-
-def _batch() -> Transition:
-    return Transition(
-        obs=jnp.array([[0.1, 0.2], [0.3, -0.4], [1.0, 1.0]]),
-        action=jnp.array([[0.5], [-1.0], [0.0]]),
-        reward=jnp.array([1.0, 0.0, -2.0]),
-        discount=jnp.array([1.0, 0.0, 1.0]),
-        next_obs=jnp.array([[0.0, 0.0], [0.5, 0.5], [-1.0, 0.2]]),
-    )
 
 
 @pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
