@@ -61,7 +61,7 @@ def main() -> int:
     suite = playground.suites()["dm_control"]
     tasks = args.tasks or HARD + [t for t in sorted(suite) if t not in HARD]
     lines = [
-        "# Playground's DM Control Suite on the device pipeline: every task loads and trains",
+        "# Playground's DM Control Suite on the device pipeline: the tasks load and train",
         "",
         "`python docs/benchmarks/playground_tasks.py` (TD3, 4 envs x 2 updates of 32, 96 env "
         "steps, on this project's 2-core CPU; seconds are mostly MJX compilation).",
