@@ -13,7 +13,9 @@ with values as the flag would take them, plus `evidence`, the results folder
 
 A preset may say `device = "gpu"`: it is sized for an accelerator, and the
 start-up line says so when it runs on a CPU. `base = "NAME"` starts a preset from
-the named preset NAME's settings (its own keys win).
+the named preset NAME's settings (its own keys win). A backend's `*` entry says
+`tuned_on = ["TASK", ...]`: the tasks its settings were chosen on; on every other
+task its results are held out (a task entry is tuned on its own task).
 
 Settings resolve in this order (later wins): the learner's `Config` defaults
 (the published algorithm), then the preset, then the flags the user gave.
@@ -49,6 +51,12 @@ class Preset:
     evidence: str
     settings: dict[str, Any]
     device: str | None = None  # "gpu": sized for an accelerator
+    tuned_on: tuple[str, ...] = ()  # the tasks its settings were chosen on
+
+    def tuned_for(self, task: str) -> bool:
+        """Whether results on `task` with this preset are on a task it was chosen on (not
+        held out): a task entry is tuned on its own task, a `*` entry on its `tuned_on`."""
+        return task in self.tuned_on or self.name.endswith(f"/{task}")
 
     @property
     def file(self) -> str:
@@ -90,7 +98,8 @@ def _preset(
                 f"preset {name!r}: base {base!r} is not a named preset of "
                 f"{preset_file(policy).name} without a base of its own"
             )
-        inherited = {k: v for k, v in named[base].items() if k not in ("evidence", "device")}
+        own = ("evidence", "device", "tuned_on")
+        inherited = {k: v for k, v in named[base].items() if k not in own}
         settings = {**inherited, **settings}
         settings.setdefault("device", named[base].get("device"))
         if settings["device"] is None:
@@ -104,7 +113,15 @@ def _preset(
     device = settings.pop("device", None)
     if device not in (None, "gpu"):
         raise PresetError(f'preset {name!r}: device must be "gpu" if given, got {device!r}')
-    return Preset(name, preset_file(policy), evidence, settings, device)
+    tuned_on = settings.pop("tuned_on", [])
+    if not isinstance(tuned_on, list) or not all(isinstance(t, str) and t for t in tuned_on):
+        raise PresetError(f"preset {name!r}: tuned_on must be a list of task names")
+    if tuned_on and not name.endswith("/*"):
+        raise PresetError(
+            f"preset {name!r}: only a backend's `*` entry says tuned_on (a task entry is "
+            "tuned on its own task)"
+        )
+    return Preset(name, preset_file(policy), evidence, settings, device, tuple(tuned_on))
 
 
 def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset | None:

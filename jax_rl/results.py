@@ -157,13 +157,25 @@ TIANSHOU_200K = (
     Reference(
         "Tianshou SAC",
         "SAC",
-        {"HalfCheetah-v5": (8207.6, 928.3), "Hopper-v5": (3234.4, 314.2)},
+        {
+            "HalfCheetah-v5": (8207.6, 928.3),
+            "Hopper-v5": (3234.4, 314.2),
+            "Humanoid-v5": (767.9, 306.8),
+            "Walker2d-v5": (2530.5, 1300.1),
+            "Ant-v5": (2132.6, 977.2),
+        },
         TIANSHOU_SOURCE,
     ),
     Reference(
         "Tianshou TD3",
         "TD3",
-        {"HalfCheetah-v5": (6720.7, 617.2), "Hopper-v5": (887.2, 649.3)},
+        {
+            "HalfCheetah-v5": (6720.7, 617.2),
+            "Hopper-v5": (887.2, 649.3),
+            "Humanoid-v5": (831.2, 115.8),
+            "Walker2d-v5": (941.3, 365.0),
+            "Ant-v5": (1987.1, 656.8),
+        },
         TIANSHOU_SOURCE,
     ),
 )
@@ -185,22 +197,22 @@ SUITES = {
         out_stem="dmc",
         references=DMC_REFERENCES,
         reference_steps=100_000,
-        note="the MPO entry `dm_control/*` was measured on cartpole-swingup only, so the "
-        "other five tasks are held out for it",
+        note="the MPO entry `dm_control/*` was measured on cartpole-swingup only",
         make_target="results",
     ),
     "gym": Suite(
         title="Gymnasium MuJoCo",
         entry_point="main_gym.py",
         backend="GymnasiumBackend",
-        tasks=("HalfCheetah-v5", "Hopper-v5"),
+        tasks=("HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5", "Ant-v5"),
         learners=("SAC", "TD3"),
         steps=200_000,
         out_stem="gym",
         references=TIANSHOU_200K,
         reference_steps=200_000,
-        note="HalfCheetah-v5 runs the learners' defaults; the Hopper-v5 presets were tuned "
-        "on Hopper-v5 with these seeds, so those cells are not held-out results",
+        note="each learner's `gymnasium/*` entry carries the settings of Tianshou's MuJoCo "
+        "scripts, which made the reference column, and was chosen on HalfCheetah-v5, "
+        "Hopper-v5 and Humanoid-v5; TD3 keeps a Hopper-v5 entry of its own",
         make_target="gym-results",
     ),
     "playground": Suite(
@@ -461,6 +473,24 @@ def wall_time(result_dir: Path) -> float | None:
     return json.loads(summary.read_text()).get("wall_time") if summary.exists() else None
 
 
+def tuning_of(result_dir: Path, task: str, learner: str) -> str:
+    """Whether the cell's preset was chosen on `task`, from the preset its config.json
+    recorded: "tuned" (a task entry, or a `*` entry whose `tuned_on` names the task), "held
+    out" (a `*` entry chosen on other tasks) or "defaults" (no preset: the published
+    settings)."""
+    from jax_rl import presets
+
+    config = result_dir / "config.json"
+    preset = json.loads(config.read_text()).get("preset") if config.exists() else None
+    if not preset:
+        return "defaults"
+    name = preset["name"]
+    if name.endswith(f"/{task}"):
+        return "tuned"
+    table = presets.load_file(learner)["task"].get(name, {})
+    return "tuned" if task in table.get("tuned_on", []) else "held out"
+
+
 def cell_text(finals: list[float]) -> str:
     if not finals:
         return "not run yet"
@@ -502,7 +532,9 @@ def write_table(args: argparse.Namespace) -> Path:
         f"the run's evaluation episodes of the deterministic policy) at {args.steps:,} "
         "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
         f"trained as one vmapped population on {suite.loop}, with each learner's presets "
-        f"(`jax_rl/presets/`; {suite.note}). CSVs per agent: "
+        f"(`jax_rl/presets/`; {suite.note}). Beside each cell, its preset's relation to the "
+        "task: *tuned* (the preset was chosen on this task: not a held-out result), *held "
+        "out* (chosen on other tasks only) or *defaults* (no preset). CSVs per agent: "
         f"[`{args.out.name}/`]({args.out.name}/).",
         "",
         "| task | " + " | ".join([*learners, *(f"{ref.column}, {steps_k}" for ref in published)])
@@ -515,7 +547,8 @@ def write_table(args: argparse.Namespace) -> Path:
         for learner in learners:
             result_dir = args.out / task / learner
             finals = final_returns(result_dir) if result_dir.is_dir() else []
-            cells.append(cell_text(finals))
+            tuning = f" ({tuning_of(result_dir, task, learner)})" if finals else ""
+            cells.append(cell_text(finals) + tuning)
             seconds = wall_time(result_dir) if result_dir.is_dir() else None
             if seconds is not None:
                 where = device_of(result_dir)

@@ -57,6 +57,23 @@ def test_auto_takes_the_task_entry_then_the_backend_wildcard_then_none(preset_di
     assert presets.resolve("TD3", "dm_control", "walker-walk") is None  # no file: no preset
 
 
+def test_a_wildcard_entry_names_the_tasks_it_was_tuned_on_and_the_rest_are_held_out(
+    preset_dir,
+):
+    write(preset_dir, "SAC", TABLES.replace("n_step = 5", 'n_step = 5\ntuned_on = ["cheetah-run"]'))
+    wildcard = presets.resolve("SAC", "dm_control", "walker-walk")
+    assert wildcard.tuned_on == ("cheetah-run",) and "tuned_on" not in wildcard.settings
+    assert wildcard.tuned_for("cheetah-run") and not wildcard.tuned_for("walker-walk")
+    task_entry = presets.resolve("SAC", "dm_control", "cartpole-swingup")
+    assert task_entry.tuned_for("cartpole-swingup") and not task_entry.tuned_for("walker-walk")
+    write(preset_dir, "TD3", '[task."dm_control/walker-walk"]\nevidence = "a"\ntuned_on = ["x"]')
+    with pytest.raises(presets.PresetError, match="only a backend's `\\*` entry"):
+        presets.resolve("TD3", "dm_control", "walker-walk")
+    write(preset_dir, "MPO", '[task."dm_control/*"]\nevidence = "a"\ntuned_on = "cheetah-run"')
+    with pytest.raises(presets.PresetError, match="tuned_on must be a list"):
+        presets.resolve("MPO", "dm_control", "walker-walk")
+
+
 def test_paper_takes_none_and_a_name_takes_its_table(preset_dir):
     write(preset_dir, "SAC", TABLES)
     assert presets.resolve("SAC", "dm_control", "cartpole-swingup", presets.PAPER) is None
@@ -130,6 +147,20 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     sac = presets.resolve("SAC", "playground", "CartpoleSwingup")
     assert sac.name == "playground/CartpoleSwingup" and sac.settings == {"init_alpha": 0.1}
     assert presets.resolve("SAC", "playground", "WalkerWalk") is None
+
+
+def test_each_learners_gymnasium_suite_entry_carries_tianshous_settings():
+    sac = presets.resolve("SAC", "gymnasium", "Ant-v5")
+    assert sac.name == "gymnasium/*" and not sac.tuned_for("Ant-v5")
+    assert sac.settings == {
+        "actor_lr": 1e-3, "critic_lr": 1e-3, "start_timesteps": 10000, "init_alpha": 0.2,
+        "alpha_lr": 0.0, "layer_init": "pytorch",
+    }  # fmt: skip
+    assert presets.resolve("SAC", "gymnasium", "Hopper-v5").tuned_for("Hopper-v5")
+    td3 = presets.resolve("TD3", "gymnasium", "Walker2d-v5")
+    assert td3.name == "gymnasium/*" and td3.settings["start_timesteps"] == 25000
+    assert td3.tuned_for("HalfCheetah-v5") and not td3.tuned_for("Walker2d-v5")
+    assert presets.resolve("TD3", "gymnasium", "Hopper-v5").name == "gymnasium/Hopper-v5"
 
 
 def settings_of(argv):

@@ -44,7 +44,8 @@ def test_table_cells_are_mean_and_t_interval_beside_the_published_figure(tmp_pat
         "| task | TD3 | SAC | MPO | CURL State SAC, 100k | TD-MPC2 SAC, 100k |" in table
     )  # every published column, each cited below the table
     assert (
-        "| cartpole-swingup | 820 ± 50 | 810 ± 127 | not run yet | 835 ± 22 | 835 ± 10 |" in table
+        "| cartpole-swingup | 820 ± 50 (defaults) | 810 ± 127 (defaults) | not run yet | 835 ± 22 "
+        "| 835 ± 10 |" in table
     )
     assert (
         "| walker-walk | not run yet | not run yet | not run yet | 891 ± 82 | 708 ± 204 |" in table
@@ -60,7 +61,8 @@ def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
     write_run(out / "Hopper-v5" / "SAC", [3000.0, 3100.0, 3200.0], 200_000)
     args = results.parse_args(["--suite", "gym", "--out", str(out)])
     assert (args.tasks, args.learners, args.steps) == (
-        ["HalfCheetah-v5", "Hopper-v5"], ["SAC", "TD3"], 200_000
+        ["HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5", "Ant-v5"], ["SAC", "TD3"],
+        200_000,
     )  # fmt: skip
     assert results.run_flags(args, "Hopper-v5", "SAC")[:4] == [
         "--policy", "SAC", "--env", "Hopper-v5"
@@ -68,14 +70,15 @@ def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
     table = results.write_table(args).read_text()
     assert "| task | SAC | TD3 | Tianshou SAC, 200k | Tianshou TD3, 200k |" in table
     # mean 3100, std 100, t(0.975, 2) = 4.303 -> 4.303 * 100 / sqrt(3) = 248.4.
-    assert "| Hopper-v5 | 3100 ± 248 | not run yet | 3234 ± 314 | 887 ± 649 |" in table
+    assert "| Hopper-v5 | 3100 ± 248 (defaults) | not run yet | 3234 ± 314 | 887 ± 649 |" in table
+    assert "| Ant-v5 | not run yet | not run yet | 2133 ± 977 | 1987 ± 657 |" in table
     # Both columns come from one benchmark, cited once.
     assert table.count("thu-ml/tianshou") == 1
     assert "- Tianshou SAC, Tianshou TD3: Tianshou's MuJoCo benchmark" in table
     # At other step counts no published figure stands beside ours.
     other = results.parse_args(["--suite", "gym", "--steps", "1000", "--out", str(out)])
     other_table = results.write_table(other).read_text()
-    assert "| Hopper-v5 | 3100 ± 248 | not run yet | - | - |" in other_table
+    assert "| Hopper-v5 | 3100 ± 248 (defaults) | not run yet | - | - |" in other_table
 
 
 def test_bad_arguments_exit_2():
@@ -118,7 +121,7 @@ def test_an_interrupted_table_continues_from_the_checkpoint_then_skips_what_is_d
     assert [p.parent.name for p in curves] == ["TD3-seed0", "TD3-seed1"]
     assert not list(cell.rglob("*.msgpack"))  # no checkpoints or parameters in the repository
     finals = results.final_returns(cell)
-    assert f"| cartpole-swingup | {results.cell_text(finals)} |" in table.read_text()
+    assert f"| cartpole-swingup | {results.cell_text(finals)} (tuned) |" in table.read_text()
     assert (tmp_path / "out" / "dmc0k.png").exists()
 
     again = run_results(tmp_path)
@@ -133,8 +136,26 @@ def test_a_sitting_narrowed_to_one_task_keeps_every_row_of_the_table(tmp_path):
     args = results.parse_args(["--suite", "gym", "--tasks", "Hopper-v5", "--out", str(out)])
     assert args.tasks == ["Hopper-v5"]  # what this sitting trains
     table = results.write_table(args).read_text()
-    assert "| HalfCheetah-v5 | 5000 ± 0 | not run yet |" in table
-    assert "| Hopper-v5 | 3000 ± 0 | not run yet |" in table
+    assert "| HalfCheetah-v5 | 5000 ± 0 (defaults) | not run yet |" in table
+    assert "| Hopper-v5 | 3000 ± 0 (defaults) | not run yet |" in table
+
+
+def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
+    out = tmp_path / "gym200k"
+    for task, preset in (
+        ("Hopper-v5", "gymnasium/Hopper-v5"),  # a task entry: tuned on its task
+        ("HalfCheetah-v5", "gymnasium/*"),  # the suite entry, chosen on HalfCheetah-v5
+        ("Ant-v5", "gymnasium/*"),  # the suite entry on a task it was not chosen on
+    ):
+        write_run(out / task / "TD3", [1000.0, 1000.0, 1000.0], 200_000)
+        config = {"preset": {"name": preset}, "loop": {}, "algo": {}, "sweep": {}}
+        (out / task / "TD3" / "config.json").write_text(json.dumps(config))
+    args = results.parse_args(["--suite", "gym", "--out", str(out)])
+    table = results.write_table(args).read_text()
+    assert "| Hopper-v5 | not run yet | 1000 ± 0 (tuned) |" in table
+    assert "| HalfCheetah-v5 | not run yet | 1000 ± 0 (tuned) |" in table
+    assert "| Ant-v5 | not run yet | 1000 ± 0 (held out) |" in table
+    assert "| Walker2d-v5 | not run yet | not run yet |" in table
 
 
 def test_the_playground_suite_trains_on_the_device_pipeline_with_mpo_solving_in_the_graph(
@@ -154,7 +175,9 @@ def test_the_playground_suite_trains_on_the_device_pipeline_with_mpo_solving_in_
     assert str(results.ROOT / "jax_rl" / "main_brax.py").endswith(args.suite.entry_point)
     table = results.write_table(args).read_text()
     assert "one vmapped population on the device pipeline" in table
-    assert "| CartpoleSwingup | not run yet | 820 ± 50 | not run yet | 835 ± 22 |" in table
+    assert (
+        "| CartpoleSwingup | not run yet | 820 ± 50 (defaults) | not run yet | 835 ± 22 |" in table
+    )
     assert "SAC CartpoleSwingup 10 min on cuda:0" in table
 
 
