@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +55,19 @@ class Preset:
     tuned_on: tuple[str, ...] = ()  # the tasks its settings were chosen on
 
     def tuned_for(self, task: str) -> bool:
-        """Whether results on `task` with this preset are on a task it was chosen on (not
-        held out): a task entry is tuned on its own task, a `*` entry on its `tuned_on`."""
-        return task in self.tuned_on or self.name.endswith(f"/{task}")
+        """Whether results on `task` with this preset are on a task it was chosen on."""
+        return tuned(self.name, self.tuned_on, task)
 
     @property
     def file(self) -> str:
         """The preset file's path relative to the project (for messages and config.json)."""
         return f"jax_rl/presets/{self.path.name}"
+
+
+def tuned(name: str, tuned_on: Sequence[str], task: str) -> bool:
+    """Whether preset `name` was chosen on `task` (results there are not held out): a task
+    entry is tuned on its own task, a `*` entry on the tasks its `tuned_on` lists."""
+    return name.endswith(f"/{task}") or task in tuned_on
 
 
 def preset_file(policy: str) -> Path:

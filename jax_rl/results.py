@@ -487,11 +487,9 @@ def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     preset = json.loads(config.read_text()).get("preset") if config.exists() else None
     if not preset:
         return "defaults"
-    name = preset["name"]
-    if name.endswith(f"/{task}"):
-        return "tuned"
-    table = presets.load_file(learner)["task"].get(name, {})
-    return "tuned" if task in table.get("tuned_on", []) else "held out"
+    name = preset["name"]  # its entry may be gone since (folded into a `*` entry)
+    tuned_on = presets.load_file(learner)["task"].get(name, {}).get("tuned_on", [])
+    return "tuned" if presets.tuned(name, tuned_on, task) else "held out"
 
 
 def cell_text(finals: list[float]) -> str:
