@@ -76,7 +76,7 @@ RESULTS_FLAGS ?=
 results: init
 	$(BIN)/python -m jax_rl.results --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
-# Gymnasium's HalfCheetah-v5 and Hopper-v5 x SAC, TD3 x 3 seeds at 200k steps
+# Gymnasium's HalfCheetah, Hopper, Humanoid, Walker2d and Ant (v5) x SAC, TD3 x 3 seeds at 200k steps
 # (docs/results/gym200k.md), beside Tianshou's published figures; resumable like `results`.
 gym-results: init
 	$(BIN)/python -m jax_rl.results --suite gym --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)

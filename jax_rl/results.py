@@ -258,7 +258,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=sorted(SUITES),
         default="dmc",
         help="dmc: dm_control's six standard tasks, TD3/SAC/MPO, 100k steps, host loop; gym: "
-        "Gymnasium HalfCheetah-v5 and Hopper-v5, SAC/TD3, 200k steps; playground: the same six "
+        "five Gymnasium MuJoCo v5 tasks (HalfCheetah, Hopper, Humanoid, Walker2d, Ant), SAC/TD3, "
+        "200k steps; playground: the same six "
         "tasks on MuJoCo Playground, TD3/SAC/MPO, 100k steps, device pipeline",
     )
     parser.add_argument("--tasks", default=None, help="the suite's tasks, comma-separated")
