@@ -258,3 +258,31 @@ def test_a_run_with_other_settings_is_moved_aside_and_a_fresh_one_started(tmp_pa
     (run_dir / "config.json").write_text(json.dumps(now))
     assert not results.train_cell(args, "cartpole-swingup", "SAC", "[1/1]", now)
     assert calls[1][calls[1].index("--resume") + 1] == str(run_dir)
+
+
+def table_rows(text: str, header: str) -> list[str]:
+    """The rows of the Markdown table whose header line is `header` (none if it is absent)."""
+    lines = text.splitlines()
+    if header not in lines:
+        return []
+    rows = []
+    for line in lines[lines.index(header) + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_the_readmes_result_rows_are_the_tables_with_their_tuned_marks():
+    """Each results table in the README is its generated table, each cell's tuning as t / h / d."""
+    readme = (ROOT / "README.md").read_text()
+    short = {" (tuned)": " t", " (held out)": " h", " (defaults)": " d"}
+    for table in ("dmc100k.md", "gym200k.md"):
+        text = (ROOT / "docs" / "results" / table).read_text()
+        header = next(line for line in text.splitlines() if line.startswith("| task |"))
+        shown = table_rows(readme, header)
+        assert shown, f"the README has no table with {table}'s header"
+        expected = table_rows(text, header)
+        for long, letter in short.items():
+            expected = [row.replace(long, letter) for row in expected]
+        assert shown == expected, table
