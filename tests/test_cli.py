@@ -79,14 +79,14 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     assert (out / "config.json").exists() and (out / "agent.msgpack").stat().st_size > 0
     # The task's preset (jax_rl/presets/), recorded in config.json and named on start-up.
     config = json.loads((out / "config.json").read_text())
-    preset = {"MPO": "dm_control/*"}.get(policy, "dm_control/cartpole-swingup")
+    preset = {"SAC": "dm_control/cartpole-swingup"}.get(policy, "dm_control/*")
     assert (config["preset"] or {}).get("name") == preset
     assert config["flags"]["hidden_sizes"] == [32, 32] and config["flags"]["eval_freq"] == 150
     assert "policy" not in config["flags"] and "save_dir" not in config["flags"]
     assert "-> your flags (--batch_size 32, --eval_episodes 1" in result.stderr
     if policy == "TD3":
         assert config["algo"]["exploration_decay"] == 30000
-        assert "preset dm_control/cartpole-swingup (exploration_decay=30000" in result.stderr
+        assert "preset dm_control/* (exploration_decay=30000" in result.stderr
     if policy == "MPO":
         assert config["loop"]["n_step"] == 5 and config["algo"]["input_layer"] == "layernorm"
 

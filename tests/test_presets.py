@@ -139,8 +139,9 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     assert mpo.name == "dm_control/*" and mpo.settings["n_step"] == 5
     td3 = presets.resolve("TD3", "dm_control", "cartpole-swingup")
     assert td3.settings == {"exploration_decay": 30000, "initial_exploration_noise": 0.5}
-    assert presets.resolve("TD3", "dm_control", "walker-walk").name == "dm_control/walker-walk"
-    assert presets.resolve("TD3", "dm_control", "cheetah-run") is None
+    assert td3.name == "dm_control/*" and td3.tuned_for("cheetah-run")
+    held_out = presets.resolve("TD3", "dm_control", "walker-run")  # a task no one tuned on
+    assert held_out.settings == td3.settings and not held_out.tuned_for("walker-run")
     sac_dmc = presets.resolve("SAC", "dm_control", "cartpole-swingup")
     assert sac_dmc.name == "dm_control/cartpole-swingup" and sac_dmc.settings == {"init_alpha": 0.1}
     assert presets.resolve("SAC", "dm_control", "walker-walk") is None
