@@ -54,8 +54,9 @@ bench-playground: init
 # The GPU check (jax_rl/gpu_check.py): speed at the CPU recipe and at the `fast` preset,
 # populations of 1/16/64 and TD3 `fast` return against wall-clock time on HumanoidWalk and
 # CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/fast_preset/gpu_<device>/.
-# Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); sized to finish
-# inside 8 minutes on one H100. GPU_CHECK_FLAGS="--tiny --out /tmp/gc" runs it on a CPU.
+# Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); about 15 minutes
+# on one H100 (session 27), 75-90 s per configuration; GPU_CHECK_FLAGS="--parts curves" (or
+# speed, populations) runs part of it. GPU_CHECK_FLAGS="--tiny --out /tmp/gc" runs it on a CPU.
 GPU_CHECK_FLAGS ?=
 gpu-check: init
 	$(BIN)/python -m jax_rl.gpu_check $(GPU_CHECK_FLAGS)

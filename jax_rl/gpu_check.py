@@ -17,6 +17,7 @@ writing its files after every measurement (a run cut short keeps what it had):
 3. learning: return against wall-clock time of TD3 `fast` for `--curve_seconds`
    on each `--curve_tasks` task (HumanoidWalk, CheetahRun): CSV and figure.
 
+`--parts` runs a subset of the three (a lease that ran out finishes what is missing).
 Every configuration is resolved exactly as `main_brax.py` resolves its flags
 (presets included), so what is timed is what a user runs. Writes
 `<out>/gpu_check.md`, `gpu_check.json`, `curves.csv` and `curves.png`, and each
@@ -37,6 +38,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+PARTS = ("speed", "populations", "curves")
+
 # Sizes for `--tiny`: the same programs, small enough for a CPU in the test suite.
 TINY_FLAGS = (
     "--num_envs 4 --updates_per_step 2 --batch_size 32 --hidden_sizes 16 "
@@ -56,6 +59,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--populations", default="1,16,64", help="population sizes to time (SAC, CPU recipe)")
     add("--curve_seconds", type=float, default=60.0, help="training time of each curve")
     add("--blocks", type=int, default=3, help="timed chunks per speed figure")
+    add(
+        "--parts",
+        default=",".join(PARTS),
+        help="which measurements, in order (a comma-separated subset of speed,populations,"
+        "curves): finishes a run that a lease cut short",
+    )
     args = parser.parse_args(argv)
     if args.tiny:
         # Playground's cheapest task to compile; the same programs as any other.
@@ -83,6 +92,9 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--populations takes comma-separated integers, got {args.populations!r}"
     if not sizes or min(sizes) < 1:
         return f"--populations must be positive, got {args.populations!r}"
+    parts = args.parts.split(",")
+    if not parts or any(p not in PARTS for p in parts):
+        return f"--parts takes a comma-separated subset of {','.join(PARTS)}, got {args.parts!r}"
     if not args.curve_seconds > 0 or args.blocks < 1:
         return "--curve_seconds must be > 0 and --blocks >= 1"
     for task in tasks:
@@ -372,19 +384,20 @@ def main(argv: list[str] | None = None) -> int:
         save()
         return value
 
-    for label, flags in speed_configs(args.speed_task, args.tiny):
+    parts = args.parts.split(",")
+    for label, flags in speed_configs(args.speed_task, args.tiny) if "speed" in parts else []:
         run = Run.of(flags)
         row = step(label, functools.partial(measure_speed, run, 1, args.blocks))
         report["speed"].append({"label": label, "task": args.speed_task, **row})
         save()
-    sac = Run.of(cpu_recipe("SAC", args.speed_task, args.tiny))
-    for size in (int(n) for n in args.populations.split(",")):
+    for size in (int(n) for n in args.populations.split(",")) if "populations" in parts else []:
+        sac = Run.of(cpu_recipe("SAC", args.speed_task, args.tiny))
         row = step(
             f"SAC population of {size}", functools.partial(measure_speed, sac, size, args.blocks)
         )
         report["populations"].append(row)
         save()
-    for task in args.curve_tasks.split(","):
+    for task in args.curve_tasks.split(",") if "curves" in parts else []:
         run = Run.of(fast("TD3", task, args.tiny))
         curve = functools.partial(learning_curve, run, args.curve_seconds, results / task)
         report["curves"][task] = step(f"TD3 fast on {task} for {args.curve_seconds:g} s", curve)

@@ -49,6 +49,19 @@ def test_tiny_run_writes_a_learning_curve(tiny):
     assert (out / "results" / "PointMass" / "evaluations.csv").exists()
 
 
+def test_parts_runs_only_the_measurements_named(tiny, tmp_path):
+    # After the fixture's run the programs are compiled (Run.of keeps them), so this is quick.
+    code = gpu_check.main(
+        ["--tiny", "--parts", "populations", "--populations", "1"]
+        + ["--out", str(tmp_path), "--results", str(tmp_path / "results")]
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert report["speed"] == [] and report["curves"] == {}
+    assert [row["num_agents"] for row in report["populations"]] == [1]
+    assert not (tmp_path / "curves.csv").exists() and not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -56,6 +69,7 @@ def test_tiny_run_writes_a_learning_curve(tiny):
         (["--populations", "1,x"], "--populations takes comma-separated integers"),
         (["--populations", "0"], "--populations must be positive"),
         (["--curve_seconds", "0"], "--curve_seconds must be > 0"),
+        (["--parts", "speed,plots"], "--parts takes a comma-separated subset of"),
         (["--curve_tasks", "Go1JoystickFlatTerrain"], "needs MuJoCo Menagerie"),
     ],
 )
