@@ -7,6 +7,7 @@
     python -m jax_rl.results --suite playground --seeds 5 --steps 500000    # on a GPU
     python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
     python -m jax_rl.results --engine ray         # the cells at once, one a core (docs/cluster.md)
+    python -m jax_rl.results --tasks walker-walk --learners SAC --adopt RUN   # a run made by hand
 
 A suite is a backend's entry point, its standard tasks and learners, a step
 count and the published figures the table sets beside ours (`SUITES`).
@@ -21,6 +22,12 @@ stopped. Each finished run's CSVs, configs and
 summaries are copied to `--out/<task>/<learner>/`; the table goes to
 `<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
 figures and their source) and the figure, a panel per task, to `<out>.png`.
+
+`--adopt RUN` takes a finished run made outside the tool (the entry point with flags, say,
+before a preset took those settings over) into the table as the one cell named by `--tasks`
+and `--learners`, without training it again: only if it ran exactly the settings the cell
+resolves to now, with the same seeds and steps. Its config.json then names the cell's
+preset and keeps the run's own preset and flags under "adopted".
 
 `--engine ray [--address HOST:PORT]` trains the cells as Ray tasks (`jax_rl.cluster`,
 docs/cluster.md): all at once where there are the cores, each pinned to one, on this
@@ -291,6 +298,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="",
         help='more flags for every run, e.g. "--eval_episodes 5" (they win over presets)',
     )
+    parser.add_argument(
+        "--adopt",
+        type=Path,
+        default=None,
+        metavar="RUN",
+        help="take this finished run into the table as the one cell of --tasks and --learners, "
+        "if it ran the settings that cell resolves to now (no training)",
+    )
     cluster.add_engine_flags(parser, population=False)
     parser.add_argument(
         "--progress_every",
@@ -302,6 +317,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     problem = cluster.engine_problem(args)
     if problem is None and "--engine" in shlex.split(args.flags):
         problem = "--engine goes to jax_rl.results itself, not into --flags"
+    if problem is None and args.adopt is not None:
+        if args.tasks is None or args.learners is None or "," in args.tasks + args.learners:
+            problem = "--adopt takes one cell: name one task with --tasks and one --learners"
+        elif args.table_only:
+            problem = "--adopt and --table_only do not go together"
     if problem:
         cluster.fail(problem)
     args.suite_name = args.suite
@@ -345,17 +365,61 @@ def finished(result_dir: Path, seeds: int, steps: int) -> bool:
     return agents == seeds and data.get("env_steps_per_agent", data.get("env_steps")) == steps
 
 
-def resolved_settings(args: argparse.Namespace, task: str, learner: str) -> dict[str, Any]:
-    """The settings the cell's run resolves to now (learner defaults -> presets -> flags), as
-    its config.json records them: {"loop": ..., "algo": ..., "sweep": ...}. Bad flags or a
-    bad preset exit 2 with the entry point's one line, before anything trains."""
+def cell_settings(args: argparse.Namespace, task: str, learner: str) -> tuple[Any, Any]:
+    """The cell's resolved `driver.Settings` now (learner defaults -> presets -> flags) and
+    its entry point's backend. Bad flags or a bad preset exit 2 with the entry point's one
+    line, before anything trains."""
     from jax_rl import driver
 
     entry = importlib.import_module(f"jax_rl.{Path(args.suite.entry_point).stem}")
     argv = [*run_flags(args, task, learner), "--save_dir", str(args.runs_dir / "probe")]
-    s = driver.resolve_settings(entry.build_parser(), getattr(entry, args.suite.backend)(), argv)
+    backend = getattr(entry, args.suite.backend)()
+    return driver.resolve_settings(entry.build_parser(), backend, argv), backend
+
+
+def resolved_settings(args: argparse.Namespace, task: str, learner: str) -> dict[str, Any]:
+    """The settings the cell's run resolves to now, as its config.json records them:
+    {"loop": ..., "algo": ..., "sweep": ...}."""
+    s, _ = cell_settings(args, task, learner)
     record = {**s.recorded(), "sweep": s.sweep}
     return json.loads(json.dumps(record))  # tuples as config.json has them: lists
+
+
+def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str | None:
+    """Copy the finished run `run` into `--out` as the cell (task, learner), its config.json
+    naming the preset the cell resolves to now; or the reason it cannot be the cell, as one
+    line (nothing copied). Its settings must equal the cell's exactly: every loop and algo
+    setting, the sweep, the learner, the task, the seeds and the steps."""
+    config_path = run / "config.json"
+    if not config_path.exists():
+        return f"{run} has no config.json: not a run of this project's entry points"
+    if not finished(run, args.seeds, args.steps):
+        return f"{run} is not a finished run of {args.seeds} agents x {args.steps} steps"
+    recorded = json.loads(config_path.read_text())
+    s, backend = cell_settings(args, task, learner)
+    identity = {"policy": learner, **backend.env_fields(s.args)}
+    now = json.loads(json.dumps({**identity, **s.recorded(), "sweep": s.sweep}))
+    differences = []
+    for key, value in now.items():
+        if key in ("loop", "algo"):
+            before = recorded.get(key, {})
+            differences += [
+                f"{key}.{k} {before.get(k, '(not recorded)')} -> {v}"
+                for k, v in value.items()
+                if before.get(k, "(not recorded)") != v
+            ]
+        elif recorded.get(key) != value:
+            differences.append(f"{key} {recorded.get(key)} -> {value}")
+    if differences:
+        return f"{run} ran other settings than the cell's: {'; '.join(differences)}"
+    dest = args.out / task / learner
+    copy_results(run, dest)
+    cell = {"preset": s.preset_record(), "flags": json.loads(json.dumps(s.user_flags))}
+    for path in [dest / "config.json", *dest.glob("*/config.json")]:
+        config = json.loads(path.read_text())
+        adopted = {"from": str(run), "preset": config.get("preset"), "flags": config.get("flags")}
+        path.write_text(json.dumps({**config, **cell, "adopted": adopted}, indent=2))
+    return None
 
 
 def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
@@ -662,7 +726,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cells = [(t, p) for t in args.tasks for p in args.learners]
     failed = []
-    if not args.table_only:
+    if args.adopt is not None:
+        ((task, learner),) = cells
+        problem = adopt(args, args.adopt, task, learner)
+        if problem:
+            print(f"error: --adopt: {problem}", file=sys.stderr)
+            return 2
+        print(f"{learner} on {task}: adopted {args.adopt} into {args.out / task / learner}")
+    elif not args.table_only:
         if args.engine == "ray":  # joined first: an unreachable cluster stops it at once
             cluster.connect(args.address)
         import jax

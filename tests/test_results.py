@@ -82,7 +82,13 @@ def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
 
 
 def test_bad_arguments_exit_2():
-    for argv in (["--tasks", "cartpole"], ["--learners", "PPO"], ["--seeds", "0"]):
+    for argv in (
+        ["--tasks", "cartpole"],
+        ["--learners", "PPO"],
+        ["--seeds", "0"],
+        ["--adopt", "run", "--learners", "SAC"],  # which task's cell?
+        ["--adopt", "run", "--tasks", "walker-walk,cheetah-run", "--learners", "SAC"],
+    ):
         result = subprocess.run(
             [sys.executable, "-m", "jax_rl.results", *argv], capture_output=True, text=True
         )
@@ -286,3 +292,51 @@ def test_the_readmes_result_rows_are_the_tables_with_their_tuned_marks():
         for long, letter in short.items():
             expected = [row.replace(long, letter) for row in expected]
         assert shown == expected, table
+
+
+def hand_made_run(folder: Path, changes: dict | None = None) -> Path:
+    """A finished SAC run on cartpole-swingup made with `main_dm_control.py --init_alpha 0.1`
+    (no preset): the settings of the cell's preset entry, reached by flags."""
+    args = results.parse_args(["--tasks", "cartpole-swingup", "--learners", "SAC"])
+    settings = results.resolved_settings(args, "cartpole-swingup", "SAC")
+    for key, value in (changes or {}).items():
+        part, name = key.split(".")
+        settings[part][name] = value
+    write_run(folder, [800.0, 820.0, 840.0], 100_000)
+    config = {
+        "policy": "SAC", "env_backend": "dm_control", "domain_name": "cartpole",
+        "task_name": "swingup", "preset": None, "flags": {"init_alpha": 0.1}, **settings,
+    }  # fmt: skip
+    for path in [folder / "config.json", *(p / "config.json" for p in folder.glob("*-seed*"))]:
+        path.write_text(json.dumps(config))
+    return folder
+
+
+def adopt(tmp_path: Path, run: Path, *more: str) -> int:
+    argv = ["--tasks", "cartpole-swingup", "--learners", "SAC", "--adopt", str(run), *more]
+    return results.main([*argv, "--out", str(tmp_path / "dmc100k"), "--runs_dir", str(tmp_path)])
+
+
+def test_a_run_made_by_hand_with_the_cells_settings_is_adopted_under_its_preset(tmp_path):
+    run = hand_made_run(tmp_path / "by_hand")
+    assert adopt(tmp_path, run) == 0
+    cell = tmp_path / "dmc100k" / "cartpole-swingup" / "SAC"
+    for path in [cell / "config.json", cell / "TD3-seed0" / "config.json"]:
+        config = json.loads(path.read_text())
+        assert config["preset"]["name"] == "dm_control/cartpole-swingup"
+        assert config["adopted"] == {"from": str(run), "preset": None, "flags": {"init_alpha": 0.1}}
+    assert results.final_returns(cell) == [800.0, 820.0, 840.0]
+    table = (tmp_path / "dmc100k.md").read_text()
+    assert "| cartpole-swingup | not run yet | 820 ± 50 (tuned) |" in table
+
+
+def test_a_run_with_other_settings_or_steps_is_not_adopted(tmp_path, capsys):
+    run = hand_made_run(tmp_path / "alpha_1", {"algo.init_alpha": 1.0})
+    assert adopt(tmp_path, run) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "algo.init_alpha 1.0 -> 0.1" in err[0], err
+    assert not (tmp_path / "dmc100k").exists()
+    run = hand_made_run(tmp_path / "short")
+    assert adopt(tmp_path, run, "--steps", "50000") == 2
+    assert "not a finished run of 3 agents x 50000 steps" in capsys.readouterr().err
+    assert not (tmp_path / "dmc100k").exists()
