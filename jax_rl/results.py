@@ -25,9 +25,9 @@ figures and their source) and the figure, a panel per task, to `<out>.png`.
 
 `--adopt RUN` takes a finished run made outside the tool (the entry point with flags, say,
 before a preset took those settings over) into the table as the one cell named by `--tasks`
-and `--learners`, without training it again: only if it ran exactly the settings the cell
-resolves to now, with the same seeds and steps. Its config.json then names the cell's
-preset and keeps the run's own preset and flags under "adopted".
+and `--learners`, without training it again: only if it ran the settings the cell resolves
+to now (compared as for skipping a cell), with the same seeds and steps. Its config.json
+then names the cell's preset and keeps the run's own preset and flags under "adopted".
 
 `--engine ray [--address HOST:PORT]` trains the cells as Ray tasks (`jax_rl.cluster`,
 docs/cluster.md): all at once where there are the cores, each pinned to one, on this
@@ -388,8 +388,9 @@ def resolved_settings(args: argparse.Namespace, task: str, learner: str) -> dict
 def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str | None:
     """Copy the finished run `run` into `--out` as the cell (task, learner), its config.json
     naming the preset the cell resolves to now; or the reason it cannot be the cell, as one
-    line (nothing copied). Its settings must equal the cell's exactly: every loop and algo
-    setting, the sweep, the learner, the task, the seeds and the steps."""
+    line (nothing copied). Its settings must be the cell's: the learner, the task, the seeds,
+    the steps, the sweep and every loop and algo setting it records (as `changed_settings`:
+    one added to the learners since it ran is not compared)."""
     config_path = run / "config.json"
     if not config_path.exists():
         return f"{run} has no config.json: not a run of this project's entry points"
@@ -397,19 +398,14 @@ def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str |
         return f"{run} is not a finished run of {args.seeds} agents x {args.steps} steps"
     recorded = json.loads(config_path.read_text())
     s, backend = cell_settings(args, task, learner)
-    identity = {"policy": learner, **backend.env_fields(s.args)}
-    now = json.loads(json.dumps({**identity, **s.recorded(), "sweep": s.sweep}))
-    differences = []
-    for key, value in now.items():
-        if key in ("loop", "algo"):
-            before = recorded.get(key, {})
-            differences += [
-                f"{key}.{k} {before.get(k, '(not recorded)')} -> {v}"
-                for k, v in value.items()
-                if before.get(k, "(not recorded)") != v
-            ]
-        elif recorded.get(key) != value:
-            differences.append(f"{key} {recorded.get(key)} -> {value}")
+    identity = json.loads(json.dumps({"policy": learner, **backend.env_fields(s.args)}))
+    differences = [
+        f"{key} {recorded.get(key)} -> {value}"
+        for key, value in identity.items()
+        if recorded.get(key) != value
+    ]
+    now = json.loads(json.dumps({**s.recorded(), "sweep": s.sweep}))
+    differences += changed_settings(config_path, now)
     if differences:
         return f"{run} ran other settings than the cell's: {'; '.join(differences)}"
     dest = args.out / task / learner
