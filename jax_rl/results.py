@@ -208,8 +208,8 @@ SUITES = {
         references=DMC_REFERENCES,
         reference_steps=100_000,
         note=(
-            "the MPO entry `dm_control/*` was chosen on cartpole-swingup only, TD3's on all six "
-            "tasks"
+            "the MPO entry `dm_control/*` was chosen on cartpole-swingup only, TD3's and SAC's "
+            "on all six tasks"
         ),
         make_target="results",
     ),

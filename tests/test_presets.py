@@ -143,8 +143,13 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     held_out = presets.resolve("TD3", "dm_control", "walker-run")  # a task no one tuned on
     assert held_out.settings == td3.settings and not held_out.tuned_for("walker-run")
     sac_dmc = presets.resolve("SAC", "dm_control", "cartpole-swingup")
-    assert sac_dmc.name == "dm_control/cartpole-swingup" and sac_dmc.settings == {"init_alpha": 0.1}
-    assert presets.resolve("SAC", "dm_control", "walker-walk") is None
+    assert sac_dmc.name == "dm_control/*" and sac_dmc.settings == {"init_alpha": 0.1}
+    assert sac_dmc.tuned_for("walker-walk") and not sac_dmc.tuned_for("finger-turn_easy")
+    # ball_in_cup-catch keeps the published temperature, where the defaults measured higher.
+    sac_cup = presets.resolve("SAC", "dm_control", "ball_in_cup-catch")
+    assert sac_cup.name == "dm_control/ball_in_cup-catch" and sac_cup.settings == {
+        "init_alpha": 1.0
+    }
     sac = presets.resolve("SAC", "playground", "CartpoleSwingup")
     assert sac.name == "playground/CartpoleSwingup" and sac.settings == {"init_alpha": 0.1}
     assert presets.resolve("SAC", "playground", "WalkerWalk") is None
@@ -187,8 +192,8 @@ def test_the_users_flags_win_over_the_preset_and_the_record_says_so(tmp_path):
 
 
 def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path):
-    # Not only those that override the preset: a flag on a task without a preset, run
-    # flags and sweeps too; the task, the seeds and the paths are not settings.
+    # Not only those that override the preset: run flags and sweeps too; the task, the
+    # seeds and the paths are not settings.
     argv = ["--policy", "SAC", "--domain_name", "walker", "--task_name", "walk"]
     argv += ["--num_seeds", "2", "--save_dir", str(tmp_path / "run"), "--init_alpha", "0.1"]
     argv += ["--hidden_sizes", "64,64", "--max_timesteps", "30000", "--actor_lr", "1e-3,3e-4"]
@@ -199,11 +204,27 @@ def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path)
         "init_alpha": 0.1,
         "max_timesteps": 30000,
     }
+    # The task's preset sets nothing the flags leave: it says so.
     assert s.resolution() == (
-        "SAC defaults (preset: none for this task) -> your flags (--actor_lr 0.001,0.0003, "
+        "SAC defaults -> preset dm_control/* (nothing) -> your flags (--actor_lr 0.001,0.0003, "
         "--hidden_sizes 64,64, --init_alpha 0.1, --max_timesteps 30000)"
     )
-    assert settings_of(argv[:10]).resolution() == "SAC defaults (preset: none for this task)"
+    assert settings_of(argv[:8]).resolution() == (
+        "SAC defaults -> preset dm_control/* (init_alpha=0.1)"
+    )
+    paper = settings_of([*argv[:8], "--preset", "paper"])
+    assert paper.resolution() == "SAC defaults (preset: paper)"
+
+
+def test_a_task_without_a_preset_says_so_on_start_up(preset_dir, tmp_path):
+    write(preset_dir, "SAC", TABLES.replace('"dm_control/*"', '"gymnasium/*"'))
+    argv = ["--policy", "SAC", "--domain_name", "walker", "--task_name", "walk"]
+    s = settings_of([*argv, "--save_dir", str(tmp_path / "run"), "--init_alpha", "0.1"])
+    assert s.preset is None and s.algo_config.init_alpha == 0.1
+    assert (
+        s.resolution()
+        == "SAC defaults (preset: none for this task) -> your flags (--init_alpha 0.1)"
+    )
 
 
 @pytest.mark.parametrize(
