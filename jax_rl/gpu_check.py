@@ -62,8 +62,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add(
         "--parts",
         default=",".join(PARTS),
-        help="which measurements, in order (a comma-separated subset of speed,populations,"
-        "curves): finishes a run that a lease cut short",
+        help="which measurements to run (a comma-separated subset of speed,populations,"
+        "curves; they run in that order): finishes a run that a lease cut short",
     )
     args = parser.parse_args(argv)
     if args.tiny:
