@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -57,9 +57,17 @@ bench-playground: init
 # Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); about 15 minutes
 # on one H100 (session 27), 75-90 s per configuration; GPU_CHECK_FLAGS="--parts curves" (or
 # speed, populations) runs part of it. GPU_CHECK_FLAGS="--tiny --out /tmp/gc" runs it on a CPU.
+# Issue 50's curve, fast with and without a SimBa critic: GPU_CHECK_FLAGS="--parts curves
+# --curve_tasks WalkerRun --curve_configs fast,simba --curve_seconds 300". Compiled programs
+# persist in .jax_cache/, so a second command on the same machine skips compiling.
 GPU_CHECK_FLAGS ?=
 gpu-check: init
 	$(BIN)/python -m jax_rl.gpu_check $(GPU_CHECK_FLAGS)
+
+# TD3 and SAC with CrossQ and SimBa critics, at CPU and published widths (writes
+# docs/benchmarks/critics.md; about 40 minutes on 2 cores, most of it the published SimBa).
+bench-critics: init
+	$(BIN)/python -m jax_rl.benchmark --critics --policies TD3,SAC
 
 bench-quick: init
 	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick

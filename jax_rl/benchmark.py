@@ -7,6 +7,8 @@
     python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun   # the same DM
                                           # Control tasks on both loops (MJX vs C MuJoCo)
     python -m jax_rl.benchmark --policies SAC --population 1,16,64 --playground CheetahRun
+    python -m jax_rl.benchmark --critics  # CrossQ and SimBa at CPU and published widths
+                                          # (make bench-critics): writes critics.md
 
 A training step of the host loop is one dm_control environment step plus the
 loop's one jitted call (insert, sample a batch of 256, one update, next
@@ -121,6 +123,41 @@ MPO_RETURNS_OVERRIDES: dict[str, Any] = {
     "epsilon_std": 1e-5,
     "n_step": 5,
 }
+
+
+# The critics of 2024-25 (`--critics`, make bench-critics), on TD3 and SAC: each option at
+# the widths a 2-core CPU trains it with and at the published widths. Fewer, shorter blocks
+# than the main table: the published SimBa critic costs minutes per 1000 steps on a CPU.
+CRITIC_SETTINGS = BenchSettings(steps_per_block=200, num_blocks=3, warmup_steps=100)
+CROSSQ_OVERRIDES: dict[str, Any] = {"crossq": True, "policy_freq": 3, "adam_beta1": 0.5}
+SIMBA_OVERRIDES: dict[str, Any] = {
+    "actor_network": "simba",
+    "critic_network": "simba",
+    "actor_hidden_sizes": (128,),
+    "actor_blocks": 1,
+    "critic_blocks": 2,
+    "normalize_obs": True,
+    "weight_decay": 1e-2,
+}
+CRITIC_VARIANTS: list[tuple[str, dict[str, Any]]] = [
+    ("crossq, critics 256-256", {**CROSSQ_OVERRIDES, "critic_hidden_sizes": (256, 256)}),
+    ("crossq, critics 512-512", {**CROSSQ_OVERRIDES, "critic_hidden_sizes": (512, 512)}),
+    (
+        "crossq, critics 2048-2048 (published)",
+        {**CROSSQ_OVERRIDES, "critic_hidden_sizes": (2048, 2048)},
+    ),
+    ("simba, critic 128 x 2 blocks", {**SIMBA_OVERRIDES, "critic_hidden_sizes": (128,)}),
+    ("simba, critic 256 x 2 blocks", {**SIMBA_OVERRIDES, "critic_hidden_sizes": (256,)}),
+    (
+        "simba, critic 512 x 2 blocks (published)",
+        {**SIMBA_OVERRIDES, "critic_hidden_sizes": (512,)},
+    ),
+]
+
+
+def critic_variants(name: str) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, overrides) for TD3 or SAC: the published networks, then each critic option."""
+    return [(name, {}), *[(f"{name} {label}", o) for label, o in CRITIC_VARIANTS]]
 
 
 def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
@@ -513,6 +550,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default="docs/benchmarks", help="folder for the tables")
     parser.add_argument("--skip_brax", action="store_true", help="time the host loop only")
     parser.add_argument(
+        "--critics",
+        action="store_true",
+        help="only time TD3 and SAC (of --policies) with CrossQ and SimBa critics on the host "
+        "loop, at CPU and published widths; writes critics.md",
+    )
+    parser.add_argument(
         "--skip_host",
         action="store_true",
         help="time the Brax pipeline only (needs no dm_control, e.g. on a GPU machine)",
@@ -588,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bench_population(args, names[0], info, device_settings)
     if args.playground:
         return _bench_playground(args, names, info)
+    if args.critics:
+        return _bench_critics(args, names, info)
     if args.quick:
         matmul = timing.matmul_rate(256, repeats=3)
     else:  # an accelerator needs a larger product to reach its rate
@@ -600,13 +645,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench_host(
-    args: argparse.Namespace, names: list[str], info: dict[str, Any], matmul: float
+    args: argparse.Namespace,
+    names: list[str],
+    info: dict[str, Any],
+    matmul: float,
+    stem: str = "host",
+    rows_of: Callable[[str], list[tuple[str, dict[str, Any]]]] = variants,
+    settings: BenchSettings | None = None,
 ) -> None:
-    """host.md: seconds per 1000 host-loop steps of each learner and variant."""
-    settings = QUICK if args.quick else BenchSettings()
+    """<stem>.md: seconds per 1000 host-loop steps of each learner's rows (`rows_of`)."""
+    settings = QUICK if args.quick else (settings or BenchSettings())
     rows = []
     for name in names:
-        for label, overrides in variants(name):
+        for label, overrides in rows_of(name):
             print(f"timing {label} ...", file=sys.stderr, flush=True)
             rows.append(bench_host_step(name, settings, label=label, **overrides))
     payload = {
@@ -615,7 +666,25 @@ def _bench_host(
         "matmul_flops_per_second": matmul,
         "host_loop": rows,
     }
-    _write(Path(args.out), "host", markdown(rows, info, settings, matmul), payload)
+    _write(Path(args.out), stem, markdown(rows, info, settings, matmul), payload)
+
+
+def _bench_critics(args: argparse.Namespace, names: list[str], info: dict[str, Any]) -> int:
+    """critics.md: seconds per 1000 host-loop steps of TD3 and SAC with each critic option."""
+
+    def rows_of(name: str) -> list[tuple[str, dict[str, Any]]]:
+        if not args.quick:
+            return critic_variants(name)
+        # The same code path at tiny widths.
+        return [
+            (label, {**o, **{k: (8,) * len(v) for k, v in o.items() if k.endswith("_sizes")}})
+            for label, o in critic_variants(name)
+        ]
+
+    matmul = timing.matmul_rate(256 if args.quick else 2048, repeats=3)
+    learners = [n for n in names if n in ("TD3", "SAC")]
+    _bench_host(args, learners, info, matmul, "critics", rows_of, CRITIC_SETTINGS)
+    return 0
 
 
 def _bench_device(

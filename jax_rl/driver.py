@@ -332,11 +332,16 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
     if s.preset is not None and s.preset.device == "gpu":
         import jax
 
-        if jax.default_backend() == "cpu":
+        # The preset's accelerator sizes that the user's flags did not replace.
+        sizes = ", ".join(
+            f"{key} {s.preset_applied[key]}"
+            for key in ("num_envs", "batch_size", "critic_hidden_sizes")
+            if key in s.preset_applied
+        )
+        if jax.default_backend() == "cpu" and sizes:
             print(
-                f"jax_rl: note: preset {s.preset.name} is sized for a GPU "
-                f"({s.preset.settings.get('num_envs')} envs, batches of "
-                f"{s.preset.settings.get('batch_size')}); on this CPU it runs, slowly",
+                f"jax_rl: note: preset {s.preset.name} is sized for a GPU ({sizes}); "
+                "on this CPU it runs, slowly",
                 file=sys.stderr,
                 flush=True,
             )

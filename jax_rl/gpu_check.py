@@ -15,7 +15,13 @@ writing its files after every measurement (a run cut short keeps what it had):
    bf16 matrix products;
 2. populations: SAC at the CPU recipe, 1, 16 and 64 agents in one program;
 3. learning: return against wall-clock time of TD3 `fast` for `--curve_seconds`
-   on each `--curve_tasks` task (HumanoidWalk, CheetahRun): CSV and figure.
+   on each `--curve_tasks` task (HumanoidWalk, CheetahRun), `--curve_evals`
+   evaluations after the first: CSV and figure. `--curve_configs fast,simba` adds
+   the same with a SimBa critic (2 blocks, 512 wide) beside each plain curve.
+
+Compiled programs go to JAX's persistent cache in `--cache_dir` (.jax_cache, kept on
+the machine between commands): a second command, after a lease cut the first short,
+loads them instead of compiling again.
 
 `--parts` runs a subset of the three (a lease that ran out finishes what is missing).
 Every configuration is resolved exactly as `main_brax.py` resolves its flags
@@ -39,6 +45,14 @@ from pathlib import Path
 from typing import Any
 
 PARTS = ("speed", "populations", "curves")
+# The learning curves' configurations: `fast` alone, or with a SimBa critic in place of
+# its MLP (the categorical head kept), as published for SimBa (2 blocks, 512 wide).
+CURVE_CONFIGS: dict[str, tuple[str, ...]] = {
+    "fast": (),
+    "simba": (
+        "--critic_network", "simba", "--critic_hidden_sizes", "512", "--critic_blocks", "2",
+    ),
+}  # fmt: skip
 
 # Sizes for `--tiny`: the same programs, small enough for a CPU in the test suite.
 TINY_FLAGS = (
@@ -58,6 +72,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--curve_tasks", default="HumanoidWalk,CheetahRun", help="tasks of the learning curves")
     add("--populations", default="1,16,64", help="population sizes to time (SAC, CPU recipe)")
     add("--curve_seconds", type=float, default=60.0, help="training time of each curve")
+    add("--curve_evals", type=int, default=5, help="evaluations of each curve after its first")
+    add(
+        "--curve_configs",
+        default="fast",
+        help=f"curve configurations, comma-separated: {', '.join(CURVE_CONFIGS)} (fast with "
+        "a SimBa critic)",
+    )
+    add("--cache_dir", default=".jax_cache", help="JAX's persistent compilation cache")
     add("--blocks", type=int, default=3, help="timed chunks per speed figure")
     add(
         "--parts",
@@ -95,8 +117,12 @@ def check_args(args: argparse.Namespace) -> str | None:
     parts = args.parts.split(",")
     if not parts or any(p not in PARTS for p in parts):
         return f"--parts takes a comma-separated subset of {','.join(PARTS)}, got {args.parts!r}"
-    if not args.curve_seconds > 0 or args.blocks < 1:
-        return "--curve_seconds must be > 0 and --blocks >= 1"
+    if not args.curve_seconds > 0 or args.blocks < 1 or args.curve_evals < 1:
+        return "--curve_seconds must be > 0, --blocks and --curve_evals >= 1"
+    configs = args.curve_configs.split(",")
+    if not configs or any(c not in CURVE_CONFIGS for c in configs):
+        choices = ",".join(CURVE_CONFIGS)
+        return f"--curve_configs takes a comma-separated subset of {choices}, got {configs}"
     for task in tasks:
         try:
             playground.check_assets(task)
@@ -190,10 +216,12 @@ def measure_speed(run: Run, num_agents: int, blocks: int) -> dict[str, Any]:
     }
 
 
-def learning_curve(run: Run, seconds: float, results: Path) -> list[dict[str, float]]:
+def learning_curve(
+    run: Run, seconds: float, results: Path, evaluations: int = 5
+) -> list[dict[str, float]]:
     """Train one agent for `seconds` of wall time (compilation and evaluation not
-    counted), evaluating about every tenth of it; rows of (wall_time, env_steps,
-    updates, return_mean, return_std)."""
+    counted), evaluating at the start and then `evaluations` times, evenly; rows of
+    (wall_time, env_steps, updates, return_mean, return_std)."""
     import jax
     import jax.numpy as jnp
 
@@ -208,7 +236,7 @@ def learning_curve(run: Run, seconds: float, results: Path) -> list[dict[str, fl
     while True:
         elapsed = time.perf_counter() - start - evaluating
         done = elapsed >= seconds
-        if done or elapsed - last_eval >= seconds / 10:
+        if done or elapsed - last_eval >= seconds / evaluations:
             eval_start = time.perf_counter()
             pairs = jax.vmap(jax.random.split)(eval_key)
             eval_key, now = pairs[:, 0], pairs[:, 1]
@@ -349,6 +377,17 @@ def plot_curves(curves: dict[str, list[dict[str, float]]], path: Path) -> None:
     plt.close(fig)
 
 
+def use_compilation_cache(folder: Path) -> None:
+    """Every program this process compiles goes to (and comes from) JAX's persistent
+    cache in `folder`, however quick its compilation."""
+    import jax
+
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder.resolve()))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -360,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     from jax_rl.benchmark import machine
 
     quiet.install()
+    use_compilation_cache(Path(args.cache_dir))
     slug = device_slug()
     out = Path(args.out or f"docs/benchmarks/{slug}")
     results = Path(args.results or f"docs/results/fast_preset/{slug}")
@@ -397,10 +437,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         report["populations"].append(row)
         save()
-    for task in args.curve_tasks.split(",") if "curves" in parts else []:
-        run = Run.of(fast("TD3", task, args.tiny))
-        curve = functools.partial(learning_curve, run, args.curve_seconds, results / task)
-        report["curves"][task] = step(f"TD3 fast on {task} for {args.curve_seconds:g} s", curve)
+    curves = [(t, c) for t in args.curve_tasks.split(",") for c in args.curve_configs.split(",")]
+    for task, config in curves if "curves" in parts else []:
+        name = task if config == "fast" else f"{task} {config}"
+        run = Run.of(fast("TD3", task, args.tiny, *CURVE_CONFIGS[config]))
+        folder = results / name.replace(" ", "-")
+        curve = functools.partial(learning_curve, run, args.curve_seconds, folder, args.curve_evals)
+        report["curves"][name] = step(f"TD3 {config} on {task} for {args.curve_seconds:g} s", curve)
         save()
     curve_rows = [{"task": t, **r} for t, rows in report["curves"].items() for r in rows]
     if curve_rows:

@@ -2,6 +2,20 @@
 
 Shapes: B batch, O observation size, A action size, E ensemble members.
 
+The network families live here and nowhere else; a learner names one by its
+`Config` (`actor_network`, `critic_network`, `crossq`) and `body` builds it:
+
+    mlp     ReLU hidden layers (`MLP`), the published networks of TD3, SAC and MPO
+    simba   SimBa (Lee et al., ICLR 2025): linear embedding, residual blocks
+            x + MLP(LayerNorm(x)) with 4x expansion, a final LayerNorm (`Simba`)
+    mlp with a `Renorm`
+            CrossQ's (Bhatt et al., ICLR 2024): BatchRenorm on the input and after
+            every hidden activation (`RenormMLP`, `BatchRenorm`)
+
+BatchRenorm keeps running statistics in Flax's "batch_stats" collection; the
+learners hold that collection in their `State` beside the parameters, and only
+their update runs a network in training mode (`Renorm.train`), which writes it.
+
 Every policy acts in [-1, 1]; the environment adapters rescale to the
 environment's bounds. The same `squash`/`tanh_gaussian_sample` functions are
 used when acting and when learning, so the critic sees the actions the agent
@@ -10,6 +24,7 @@ really takes (DESIGN.md section 7, pitfall 4).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +40,8 @@ INPUT_LAYERS = ("relu", "layernorm")
 # bfloat16, as mixed-precision training does on accelerators.
 MATMUL_DTYPES = {"float32": None, "bf16": jnp.bfloat16}
 LAYER_NORM_EPSILON = 1e-6  # flax.linen.LayerNorm's default
+NETWORKS = ("mlp", "simba")
+SIMBA_EXPANSION = 4  # a SimBa block's inner width, in multiples of its width
 
 
 def dense(features: int, fan_in: int, layer_init: str, dtype: Any = None) -> nn.Dense:
@@ -108,6 +125,152 @@ class MLP(nn.Module):
         return out.astype(jnp.float32)
 
 
+@dataclasses.dataclass(frozen=True)
+class Renorm:
+    """How a network's BatchRenorm layers behave (CrossQ). `train`: normalise by the
+    batch's statistics (corrected by r and d once warmed up) and update the running
+    ones; otherwise normalise by the running statistics and change nothing."""
+
+    momentum: float = 0.99
+    warmup_steps: int = 100_000
+    train: bool = False
+
+
+class BatchRenorm(nn.Module):
+    """Batch renormalisation (Ioffe, 2017) over the last axis: x [..., F] -> [..., F].
+
+    Training mode, with batch moments mu_B, sigma_B and running ones mu, sigma
+    (sigma^2 = var + epsilon for both):
+
+        r = clip(sigma_B / sigma, 1/r_max, r_max),  d = clip((mu_B - mu) / sigma, -d_max, d_max)
+        y = ((x - mu_B) / sigma_B * r + d) * scale + bias      (r, d: no gradient)
+        mu <- m mu + (1 - m) mu_B,  var <- m var + (1 - m) var_B,  steps <- steps + 1
+
+    with r = 1 and d = 0 (batch normalisation) for the first `warmup_steps`
+    training calls. Evaluation mode: y = (x - mu) / sigma * scale + bias.
+    r_max 3, d_max 5 and epsilon 1e-3 are CrossQ's (and SBX's) values.
+    """
+
+    renorm: Renorm = Renorm()
+    r_max: float = 3.0
+    d_max: float = 5.0
+    epsilon: float = 1e-3
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        features = x.shape[-1]
+        mean = self.variable("batch_stats", "mean", jnp.zeros, (features,), jnp.float32)
+        var = self.variable("batch_stats", "var", jnp.ones, (features,), jnp.float32)
+        steps = self.variable("batch_stats", "steps", jnp.zeros, (), jnp.int32)
+        scale = self.param("scale", nn.initializers.ones, (features,), jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (features,), jnp.float32)
+        x = x.astype(jnp.float32)
+        if not self.renorm.train:
+            y = (x - mean.value) * jax.lax.rsqrt(var.value + self.epsilon)
+            return y * scale + bias
+        axes = tuple(range(x.ndim - 1))
+        batch_mean, batch_var = x.mean(axis=axes), x.var(axis=axes)
+        batch_std = jnp.sqrt(batch_var + self.epsilon)
+        running_std = jnp.sqrt(var.value + self.epsilon)
+        r = jnp.clip(batch_std / running_std, 1.0 / self.r_max, self.r_max)
+        d = jnp.clip((batch_mean - mean.value) / running_std, -self.d_max, self.d_max)
+        warm = steps.value >= self.renorm.warmup_steps
+        r = jax.lax.stop_gradient(jnp.where(warm, r, 1.0))
+        d = jax.lax.stop_gradient(jnp.where(warm, d, 0.0))
+        y = (x - batch_mean) / batch_std * r + d
+        if not self.is_initializing():
+            m = self.renorm.momentum
+            mean.value = m * mean.value + (1.0 - m) * jax.lax.stop_gradient(batch_mean)
+            var.value = m * var.value + (1.0 - m) * jax.lax.stop_gradient(batch_var)
+            steps.value = steps.value + 1
+        return y * scale + bias
+
+
+class RenormMLP(nn.Module):
+    """CrossQ's network: BatchRenorm -> [Linear -> ReLU -> BatchRenorm] per hidden
+    size -> Linear. Initialised as Flax's defaults (LeCun normal, zero bias)."""
+
+    hidden_sizes: Sequence[int]
+    output_size: int
+    renorm: Renorm = Renorm()
+    matmul_dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        dtype = MATMUL_DTYPES[self.matmul_dtype]
+        x = BatchRenorm(self.renorm)(x)
+        for size in self.hidden_sizes:
+            x = BatchRenorm(self.renorm)(nn.relu(nn.Dense(size, dtype=dtype)(x)))
+        return nn.Dense(self.output_size, dtype=dtype)(x).astype(jnp.float32)
+
+
+class SimbaBlock(nn.Module):
+    """x + W2 relu(W1 LayerNorm(x)): [..., H] -> [..., H], W1 [H, 4H], W2 [4H, H]
+    (He-normal initialisation, as SimBa's)."""
+
+    matmul_dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        dtype = MATMUL_DTYPES[self.matmul_dtype]
+        width = x.shape[-1]
+        he = nn.initializers.he_normal()
+        h = nn.Dense(SIMBA_EXPANSION * width, kernel_init=he, dtype=dtype)(LayerNorm()(x))
+        h = nn.Dense(width, kernel_init=he, dtype=dtype)(nn.relu(h))
+        return x + h.astype(x.dtype)
+
+
+class Simba(nn.Module):
+    """SimBa: Linear(width) -> `blocks` x SimbaBlock -> LayerNorm -> Linear(output).
+
+    The embedding and the output layer are orthogonally initialised (gain 1), as
+    SimBa's. Its running observation normalisation is the learner's
+    `normalize_obs` (`jax_rl.normalization`), applied before the network.
+    """
+
+    width: int
+    blocks: int
+    output_size: int
+    matmul_dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        dtype = MATMUL_DTYPES[self.matmul_dtype]
+        orthogonal = nn.initializers.orthogonal(1.0)
+        x = nn.Dense(self.width, kernel_init=orthogonal, dtype=dtype)(x).astype(jnp.float32)
+        for _ in range(self.blocks):
+            x = SimbaBlock(self.matmul_dtype)(x)
+        x = LayerNorm()(x)
+        out = nn.Dense(self.output_size, kernel_init=orthogonal, dtype=dtype)(x)
+        return out.astype(jnp.float32)
+
+
+def body(
+    network: str,
+    hidden_sizes: Sequence[int],
+    output_size: int,
+    *,
+    blocks: int = 1,
+    layer_init: str = "pytorch",
+    input_layer: str = "relu",
+    matmul_dtype: str = "float32",
+    renorm: Renorm | None = None,
+) -> nn.Module:
+    """The network of family `network` ("mlp" or "simba") mapping [..., in] -> [..., output_size].
+
+    "mlp": `MLP` of hidden_sizes, or with `renorm` CrossQ's `RenormMLP`. "simba":
+    `Simba` whose width is the hidden size (one, or several equal ones) and
+    `blocks` residual blocks; layer_init and input_layer are MLP choices.
+    """
+    if network == "simba":
+        return Simba(hidden_sizes[0], blocks, output_size, matmul_dtype)
+    if network != "mlp":
+        raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
+    if renorm is not None:
+        return RenormMLP(hidden_sizes, output_size, renorm, matmul_dtype)
+    return MLP(hidden_sizes, output_size, layer_init, input_layer, matmul_dtype)
+
+
 class Critic(nn.Module):
     """Q(s, a): obs [B, O], action [B, A] -> [B]; with num_atoms K > 0 the logits [B, K]
     of a categorical value distribution instead (`jax_rl.algos.categorical`)."""
@@ -117,14 +280,24 @@ class Critic(nn.Module):
     input_layer: str = "relu"
     num_atoms: int = 0
     matmul_dtype: str = "float32"
+    network: str = "mlp"
+    blocks: int = 1
+    renorm: Renorm | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
         outputs = max(self.num_atoms, 1)
-        out = MLP(self.hidden_sizes, outputs, self.layer_init, self.input_layer, self.matmul_dtype)(
-            x
-        )
+        out = body(
+            self.network,
+            self.hidden_sizes,
+            outputs,
+            blocks=self.blocks,
+            layer_init=self.layer_init,
+            input_layer=self.input_layer,
+            matmul_dtype=self.matmul_dtype,
+            renorm=self.renorm,
+        )(x)
         return out if self.num_atoms else out[..., 0]
 
 
@@ -150,7 +323,8 @@ def critic_many_actions(
     LayerNorm input layer its host-loop step fell from 22.9 to 12.5 s per 1000
     steps (docs/results/README.md, "Speed of the returns configuration").
     """
-    if not critic.hidden_sizes:  # a linear critic: nothing to save
+    if not critic.hidden_sizes or critic.network != "mlp" or critic.renorm is not None:
+        # a linear critic has nothing to save; the other families are evaluated tiled
         tiled = jnp.broadcast_to(obs, actions.shape[:-1] + obs.shape[-1:])
         q: jax.Array = critic.apply(params, tiled, actions)  # type: ignore[assignment]
         return q
@@ -197,12 +371,15 @@ class EnsembleCritic(nn.Module):
     layer_init: str = "pytorch"
     num_atoms: int = 0
     matmul_dtype: str = "float32"
+    network: str = "mlp"
+    blocks: int = 1
+    renorm: Renorm | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         ensemble = nn.vmap(
             Critic,
-            variable_axes={"params": 0},
+            variable_axes={"params": 0, "batch_stats": 0},
             split_rngs={"params": True},
             in_axes=None,
             out_axes=0,
@@ -213,15 +390,21 @@ class EnsembleCritic(nn.Module):
             self.layer_init,
             num_atoms=self.num_atoms,
             matmul_dtype=self.matmul_dtype,
+            network=self.network,
+            blocks=self.blocks,
+            renorm=self.renorm,
             name="members",
         )
         return member(obs, action)
 
 
-def ensemble_member(ensemble_params: dict, index: int) -> dict:
-    """The parameters of one member of an `EnsembleCritic`, usable with `Critic`."""
-    members = ensemble_params["params"]["members"]
-    return {"params": jax.tree_util.tree_map(lambda x: x[index], members)}
+def ensemble_member(ensemble_variables: dict, index: int) -> dict:
+    """The variables (parameters, and running statistics where it has them) of one member
+    of an `EnsembleCritic`, usable with `Critic`."""
+    return {
+        collection: jax.tree_util.tree_map(lambda x: x[index], tree["members"])
+        for collection, tree in ensemble_variables.items()
+    }
 
 
 class DeterministicPolicy(nn.Module):
@@ -231,13 +414,22 @@ class DeterministicPolicy(nn.Module):
     action_size: int
     layer_init: str = "pytorch"
     matmul_dtype: str = "float32"
+    network: str = "mlp"
+    blocks: int = 1
+    renorm: Renorm | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        mlp = MLP(
-            self.hidden_sizes, self.action_size, self.layer_init, matmul_dtype=self.matmul_dtype
+        net = body(
+            self.network,
+            self.hidden_sizes,
+            self.action_size,
+            blocks=self.blocks,
+            layer_init=self.layer_init,
+            matmul_dtype=self.matmul_dtype,
+            renorm=self.renorm,
         )
-        return jnp.tanh(mlp(obs))
+        return jnp.tanh(net(obs))
 
 
 class GaussianPolicy(nn.Module):
@@ -253,11 +445,20 @@ class GaussianPolicy(nn.Module):
     log_std_max: float = 2.0
     layer_init: str = "pytorch"
     matmul_dtype: str = "float32"
+    network: str = "mlp"
+    blocks: int = 1
+    renorm: Renorm | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        out = MLP(
-            self.hidden_sizes, 2 * self.action_size, self.layer_init, matmul_dtype=self.matmul_dtype
+        out = body(
+            self.network,
+            self.hidden_sizes,
+            2 * self.action_size,
+            blocks=self.blocks,
+            layer_init=self.layer_init,
+            matmul_dtype=self.matmul_dtype,
+            renorm=self.renorm,
         )(obs)
         mean, log_std = jnp.split(out, 2, axis=-1)
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
@@ -281,10 +482,19 @@ class BoundedGaussianPolicy(nn.Module):
     std_max: float = 1.0
     layer_init: str = "pytorch"
     input_layer: str = "relu"
+    network: str = "mlp"
+    blocks: int = 1
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        out = MLP(self.hidden_sizes, 2 * self.action_size, self.layer_init, self.input_layer)(obs)
+        out = body(
+            self.network,
+            self.hidden_sizes,
+            2 * self.action_size,
+            blocks=self.blocks,
+            layer_init=self.layer_init,
+            input_layer=self.input_layer,
+        )(obs)
         raw_mean, raw_std = jnp.split(out, 2, axis=-1)
         std = jnp.clip(jax.nn.softplus(raw_std), self.std_min, self.std_max)
         return jnp.tanh(raw_mean), jnp.log(std)

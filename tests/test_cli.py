@@ -129,6 +129,31 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--normalize_obs", "maybe"], "expected true or false, got 'maybe'"),
         (["--matmul_dtype", "fp16"], "matmul_dtype must be one of float32, bf16"),
         (["--exploration_noise_min", "0.1"], "the host loop explores with --exploration_noise"),
+        # Network families and CrossQ (jax_rl/networks.py).
+        (
+            ["--critic_network", "simba", "--critic_blocks", "0"],
+            "critic_blocks must be an integer >= 1",
+        ),
+        (["--policy", "MPO", "--actor_blocks", "-1"], "actor_blocks must be an integer >= 1"),
+        (["--critic_network", "resnet"], "critic_network must be one of mlp, simba"),
+        (
+            ["--critic_network", "simba", "--critic_hidden_sizes", "0"],
+            "critic_hidden_sizes must be positive integers",
+        ),
+        (
+            ["--critic_network", "simba", "--critic_hidden_sizes", "256,128"],
+            "simba takes one width",
+        ),
+        (["--policy", "MPO", "--crossq"], "--crossq does not apply to --policy MPO"),
+        (
+            ["--policy", "SAC", "--crossq", "--renorm_momentum", "1"],
+            "renorm_momentum must be in (0, 1)",
+        ),
+        (["--crossq", "--renorm_momentum", "0"], "renorm_momentum must be in (0, 1)"),
+        (["--crossq", "--critic_network", "simba"], "crossq builds its own BatchRenorm networks"),
+        (["--crossq", "--critic", "categorical"], "crossq takes the scalar critic"),
+        (["--adam_beta1", "1"], "adam_beta1 must be in [0, 1)"),
+        (["--policy", "SAC", "--policy_freq", "0"], "policy_freq must be a positive integer"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path):

@@ -12,7 +12,10 @@ from jax_rl import gpu_check
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu_check")
-    code = gpu_check.main(["--tiny", "--out", str(out), "--results", str(out / "results")])
+    code = gpu_check.main(
+        ["--tiny", "--out", str(out), "--results", str(out / "results")]
+        + ["--cache_dir", str(out / "cache")]
+    )
     return code, out
 
 
@@ -49,11 +52,32 @@ def test_tiny_run_writes_a_learning_curve(tiny):
     assert (out / "results" / "PointMass" / "evaluations.csv").exists()
 
 
+def test_compiled_programs_go_to_the_persistent_cache(tiny):
+    _, out = tiny
+    cached = [p.name for p in (out / "cache").iterdir()]
+    assert any(name.startswith("jit_population_chunk") for name in cached), cached[:20]
+
+
+def test_a_simba_curve_with_the_evaluations_asked_for(tiny, tmp_path):
+    code = gpu_check.main(
+        ["--tiny", "--parts", "curves", "--curve_configs", "simba", "--curve_evals", "2"]
+        + ["--curve_seconds", "3", "--out", str(tmp_path), "--results", str(tmp_path / "r")]
+        + ["--cache_dir", str(tmp_path / "cache")]
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert list(report["curves"]) == ["PointMass simba"]
+    # The untrained agent's evaluation, then 2 more (one more where the last chunk ran over).
+    assert len(report["curves"]["PointMass simba"]) in (3, 4)
+    assert (tmp_path / "r" / "PointMass-simba" / "evaluations.csv").exists()
+
+
 def test_parts_runs_only_the_measurements_named(tiny, tmp_path):
     # After the fixture's run the programs are compiled (Run.of keeps them), so this is quick.
     code = gpu_check.main(
         ["--tiny", "--parts", "populations", "--populations", "1"]
         + ["--out", str(tmp_path), "--results", str(tmp_path / "results")]
+        + ["--cache_dir", str(tmp_path / "cache")]
     )
     assert code == 0
     report = json.loads((tmp_path / "gpu_check.json").read_text())
@@ -70,6 +94,8 @@ def test_parts_runs_only_the_measurements_named(tiny, tmp_path):
         (["--populations", "0"], "--populations must be positive"),
         (["--curve_seconds", "0"], "--curve_seconds must be > 0"),
         (["--parts", "speed,plots"], "--parts takes a comma-separated subset of"),
+        (["--curve_configs", "fast,resnet"], "--curve_configs takes a comma-separated subset"),
+        (["--curve_evals", "0"], "--curve_evals >= 1"),
         (["--curve_tasks", "Go1JoystickFlatTerrain"], "needs MuJoCo Menagerie"),
     ],
 )

@@ -139,3 +139,108 @@ def test_critic_many_actions_matches_the_critic_on_tiled_states(
     # Each action counts: permuting the actions of one state permutes its Q values.
     permuted = networks.critic_many_actions(critic, params, obs, actions[::-1])
     np.testing.assert_allclose(permuted, got[::-1], rtol=1e-5, atol=1e-5)
+
+
+# --- Network families: SimBa and BatchRenorm ------------------------------------------
+
+
+def test_layer_norm_rows_have_zero_mean_and_unit_variance():
+    x = 5.0 + 3.0 * jax.random.normal(jax.random.key(0), (16, 12))
+    norm = networks.LayerNorm()
+    y = np.asarray(norm.apply(norm.init(jax.random.key(1), x), x), np.float64)
+    np.testing.assert_allclose(y.mean(axis=-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(y.var(axis=-1), 1.0, rtol=1e-4)
+
+
+def test_simba_block_is_the_residual_computation_by_hand():
+    """Width 2 (inner width 8): x + W2 relu(W1 LayerNorm(x) + b1) + b2."""
+    block = networks.SimbaBlock()
+    x = jnp.array([[1.0, 3.0], [-2.0, 0.5]])
+    params = block.init(jax.random.key(0), x)
+    rng = np.random.default_rng(0)
+    w1, b1 = rng.normal(size=(2, 8)), rng.normal(size=8)
+    w2, b2 = rng.normal(size=(8, 2)), rng.normal(size=2)
+    scale, bias = np.array([1.5, 0.5]), np.array([0.1, -0.2])
+    params = {
+        "params": {
+            "LayerNorm_0": {"scale": jnp.asarray(scale), "bias": jnp.asarray(bias)},
+            "Dense_0": {"kernel": jnp.asarray(w1), "bias": jnp.asarray(b1)},
+            "Dense_1": {"kernel": jnp.asarray(w2), "bias": jnp.asarray(b2)},
+        }
+    }
+    xs = np.asarray(x, np.float64)
+    # Two features: mean (a + b) / 2, variance ((a - b) / 2)^2, so LayerNorm gives +-1.
+    mean = xs.mean(axis=1, keepdims=True)
+    normed = (xs - mean) / np.sqrt(((xs - mean) ** 2).mean(axis=1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(np.abs(normed), 1.0, rtol=1e-5)
+    expected = xs + np.maximum((normed * scale + bias) @ w1 + b1, 0.0) @ w2 + b2
+    np.testing.assert_allclose(block.apply(params, x), expected, rtol=1e-5)
+
+
+def test_simba_network_layout_and_shapes():
+    net = networks.Simba(width=16, blocks=3, output_size=4)
+    x = jnp.ones((5, 7))
+    params = net.init(jax.random.key(0), x)["params"]
+    assert net.apply({"params": params}, x).shape == (5, 4)
+    assert [k for k in params if k.startswith("SimbaBlock")] == [
+        f"SimbaBlock_{i}" for i in range(3)
+    ]
+    assert params["Dense_0"]["kernel"].shape == (7, 16)  # the embedding
+    assert params["SimbaBlock_0"]["Dense_0"]["kernel"].shape == (16, 64)  # 4x expansion
+    assert params["Dense_1"]["kernel"].shape == (16, 4)  # the head, after the final LayerNorm
+    assert "LayerNorm_0" in params
+
+
+def brn_variables(mean, var, steps, scale=(1.0, 1.0), bias=(0.0, 0.0)):
+    return {
+        "params": {"scale": jnp.asarray(scale), "bias": jnp.asarray(bias)},
+        "batch_stats": {
+            "mean": jnp.asarray(mean, jnp.float32),
+            "var": jnp.asarray(var, jnp.float32),
+            "steps": jnp.int32(steps),
+        },
+    }
+
+
+X_BRN = np.array([[1.0, 10.0], [3.0, 10.5], [2.0, 9.0], [6.0, 12.5]])
+
+
+def test_batch_renorm_training_step_by_hand_with_r_and_d_clipped():
+    """Feature 0: running std far below the batch's (r clips at r_max 3) and running mean
+    far below (d clips at d_max 5); feature 1: neither clips."""
+    renorm = networks.Renorm(momentum=0.9, warmup_steps=0, train=True)
+    layer = networks.BatchRenorm(renorm)
+    mean, var = np.array([-100.0, 10.0]), np.array([0.01, 2.0])
+    scale, bias = np.array([2.0, 0.5]), np.array([0.3, -1.0])
+    variables = brn_variables(mean, var, steps=7, scale=scale, bias=bias)
+    y, updated = layer.apply(variables, jnp.asarray(X_BRN), mutable=["batch_stats"])
+    eps = 1e-3
+    mu_b, var_b = X_BRN.mean(axis=0), X_BRN.var(axis=0)
+    sigma_b, sigma = np.sqrt(var_b + eps), np.sqrt(var + eps)
+    r_raw, d_raw = sigma_b / sigma, (mu_b - mean) / sigma
+    r, d = np.clip(r_raw, 1 / 3, 3), np.clip(d_raw, -5, 5)
+    assert r_raw[0] > 3 and d_raw[0] > 5  # feature 0 clips both
+    assert 1 / 3 < r_raw[1] < 3 and abs(d_raw[1]) < 5  # feature 1 clips neither
+    expected = ((X_BRN - mu_b) / sigma_b * r + d) * scale + bias
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    stats_after = updated["batch_stats"]
+    np.testing.assert_allclose(stats_after["mean"], 0.9 * mean + 0.1 * mu_b, rtol=1e-6)
+    np.testing.assert_allclose(stats_after["var"], 0.9 * var + 0.1 * var_b, rtol=1e-5)
+    assert int(stats_after["steps"]) == 8
+
+
+def test_batch_renorm_is_batch_norm_during_warmup_and_uses_running_statistics_to_evaluate():
+    mean, var = np.array([-100.0, 10.0]), np.array([0.01, 2.0])
+    variables = brn_variables(mean, var, steps=3)
+    warming = networks.BatchRenorm(networks.Renorm(warmup_steps=4, train=True))
+    y, _ = warming.apply(variables, jnp.asarray(X_BRN), mutable=["batch_stats"])
+    bn = (X_BRN - X_BRN.mean(axis=0)) / np.sqrt(X_BRN.var(axis=0) + 1e-3)
+    np.testing.assert_allclose(y, bn, rtol=1e-5, atol=1e-5)
+    evaluating = networks.BatchRenorm(networks.Renorm(train=False))
+    y = evaluating.apply(variables, jnp.asarray(X_BRN))
+    np.testing.assert_allclose(y, (X_BRN - mean) / np.sqrt(var + 1e-3), rtol=1e-5)
+    _, unchanged = evaluating.apply(variables, jnp.asarray(X_BRN), mutable=["batch_stats"])
+    for name in ("mean", "var", "steps"):  # evaluation never writes the statistics
+        np.testing.assert_array_equal(
+            unchanged["batch_stats"][name], variables["batch_stats"][name]
+        )

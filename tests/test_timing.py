@@ -90,6 +90,18 @@ def test_quick_benchmark_writes_valid_json(tmp_path):
         assert ratio == pytest.approx(row["updates_per_step"] / row["num_envs"])
 
 
+def test_critics_benchmark_times_each_option_and_writes_only_critics_tables(tmp_path):
+    assert (
+        benchmark.main(["--quick", "--critics", "--policies", "TD3,MPO", "--out", str(tmp_path)])
+        == 0
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["critics.json", "critics.md"]
+    rows = json.loads((tmp_path / "critics.json").read_text())["host_loop"]
+    labels = [row["policy"] for row in rows]  # MPO takes neither option: not timed
+    assert labels == ["TD3", *[f"TD3 {label}" for label, _ in benchmark.CRITIC_VARIANTS]]
+    assert all(row["seconds_per_1000_median"] > 0 for row in rows)
+
+
 def test_brax_only_benchmark_takes_the_sizes_given(tmp_path):
     args = ["--quick", "--skip_host", "--policies", "TD3", "--num_envs", "8"]
     assert benchmark.main([*args, "--updates_per_step", "4", "--out", str(tmp_path)]) == 0

@@ -20,6 +20,7 @@ import optax
 from jax.typing import ArrayLike
 
 _ADAM = optax.scale_by_adam()
+ADAM_BETA1 = 0.9
 
 ConfigT = TypeVar("ConfigT")
 
@@ -119,11 +120,14 @@ def adam_step(
     opt_state: optax.OptState,
     learning_rate: ArrayLike,
     weight_decay: ArrayLike = 0.0,
+    beta1: float = ADAM_BETA1,
 ) -> tuple[Any, optax.OptState]:
-    """One Adam step (betas 0.9, 0.999; eps 1e-8) with a traced learning rate; with
-    weight_decay > 0 AdamW's decoupled decay (Loshchilov and Hutter, 2019):
-    p <- p - lr * (adam_update + weight_decay * p), on every parameter."""
-    updates, opt_state = _ADAM.update(grads, opt_state, params)
+    """One Adam step (betas beta1 and 0.999, 0.9 by default; eps 1e-8) with a traced
+    learning rate; beta1 is a Python float (a static config field). With weight_decay > 0
+    AdamW's decoupled decay (Loshchilov and Hutter, 2019): p <- p - lr * (adam_update +
+    weight_decay * p), on every parameter."""
+    adam = _ADAM if beta1 == ADAM_BETA1 else optax.scale_by_adam(b1=beta1)
+    updates, opt_state = adam.update(grads, opt_state, params)
     params = jax.tree_util.tree_map(
         lambda p, u: p - learning_rate * (u + weight_decay * p), params, updates
     )
@@ -212,3 +216,89 @@ def normalize_batch(state: Any, batch: Any) -> Any:
         obs=normalization.normalize(state.obs_stats, batch.obs),
         next_obs=normalization.normalize(state.obs_stats, batch.next_obs),
     )
+
+
+# --- Network families (`jax_rl.networks.body`): fields every learner shares ----------
+
+
+def network_field(role: str) -> Any:
+    """The `<role>_network` field: which family the actor's or the critics' network is."""
+    return field(
+        "mlp",
+        f"family of the {role}'s network: mlp (published) or simba (SimBa residual blocks; "
+        f"its width is the {role}'s hidden size)",
+        static=True,
+    )
+
+
+def blocks_field(role: str, default: int) -> Any:
+    """The `<role>_blocks` field: residual blocks of a simba network."""
+    return field(default, f"residual blocks of the {role}'s network when it is simba", static=True)
+
+
+def check_networks(
+    config: Any, actor_sizes: tuple[int, ...], critic_sizes: tuple[int, ...]
+) -> None:
+    """Raise ValueError for an unknown family, a block count below 1, a simba network given
+    several different widths, or CrossQ's settings out of range or combined with another family."""
+    from jax_rl.networks import NETWORKS
+
+    name = type(config).__module__.rsplit(".", 1)[-1].upper()
+    beta1 = getattr(config, "adam_beta1", ADAM_BETA1)
+    if is_concrete_number(beta1) and not 0 <= beta1 < 1:
+        raise ValueError(f"{name} adam_beta1 must be in [0, 1), got {beta1}")
+    for role, sizes in (("actor", actor_sizes), ("critic", critic_sizes)):
+        network, blocks = getattr(config, f"{role}_network"), getattr(config, f"{role}_blocks")
+        if network not in NETWORKS:
+            choices = ", ".join(NETWORKS)
+            raise ValueError(f"{name} {role}_network must be one of {choices}, got {network!r}")
+        if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 1:
+            raise ValueError(f"{name} {role}_blocks must be an integer >= 1, got {blocks!r}")
+        if network == "simba" and len(set(sizes)) != 1:
+            raise ValueError(
+                f"{name} {role}_network simba takes one width (all hidden sizes equal), "
+                f"got {','.join(map(str, sizes))}"
+            )
+    if not getattr(config, "crossq", False):
+        return
+    if config.actor_network != "mlp" or config.critic_network != "mlp":
+        raise ValueError(f"{name} crossq builds its own BatchRenorm networks: leave "
+                         "actor_network and critic_network at mlp")  # fmt: skip
+    if config.critic != "scalar":
+        raise ValueError(f"{name} crossq takes the scalar critic, got critic {config.critic!r}")
+    momentum = config.renorm_momentum
+    if is_concrete_number(momentum) and not 0 < momentum < 1:
+        raise ValueError(f"{name} renorm_momentum must be in (0, 1), got {momentum}")
+    warmup = config.renorm_warmup
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+        raise ValueError(f"{name} renorm_warmup must be an integer >= 0, got {warmup!r}")
+
+
+def renorm(config: Any, train: bool) -> Any:
+    """The `networks.Renorm` of a CrossQ learner's networks (None without crossq)."""
+    from jax_rl.networks import Renorm
+
+    if not getattr(config, "crossq", False):
+        return None
+    return Renorm(float(config.renorm_momentum), int(config.renorm_warmup), train)
+
+
+def split_variables(variables: dict) -> tuple[dict, dict | None]:
+    """A network's variables as (parameters, running statistics or None): the optimiser
+    steps the first, only a training-mode pass writes the second."""
+    stats = {k: v for k, v in variables.items() if k != "params"}
+    return {"params": variables["params"]}, (stats or None)
+
+
+def variables(params: dict, stats: dict | None) -> dict:
+    """Parameters and running statistics, as a network's `apply` takes them."""
+    return params if stats is None else {**params, **stats}
+
+
+def apply_train(module: Any, params: dict, stats: dict | None, *args: Any) -> tuple[Any, Any]:
+    """A training-mode pass: (output, the running statistics it updated); stats None
+    (a network without them): the output and None."""
+    if stats is None:
+        return module.apply(params, *args), None
+    out, updated = module.apply({**params, **stats}, *args, mutable=list(stats))
+    return out, updated

@@ -48,7 +48,9 @@ target held fixed for P updates rather than from a moving average.
 
 Networks. MLPs of `hidden_sizes` for the actor and the critic; with
 `input_layer` "layernorm" their first hidden layer is Linear -> LayerNorm ->
-tanh, as in Acme's LayerNormMLP, instead of Linear -> ReLU.
+tanh, as in Acme's LayerNormMLP, instead of Linear -> ReLU. `actor_network` /
+`critic_network` simba puts SimBa's residual blocks (width: the hidden size) in
+their place; the E-step then scores its N actions with the tiled critic.
 
 Squashing. The agent acts with clip(u), the critic always sees clip(u), and
 the M-step fits the Gaussian to the sampled u themselves; the deterministic
@@ -159,10 +161,16 @@ class Config(flax.struct.PyTreeNode):
     normalize_obs: bool = common.field(
         False, "standardise observations with running statistics", static=True
     )
+    # Network families (the same fields as TD3's and SAC's; widths: hidden_sizes).
+    actor_network: str = common.network_field("actor")
+    critic_network: str = common.network_field("critic")
+    actor_blocks: int = common.blocks_field("actor", 1)
+    critic_blocks: int = common.blocks_field("critic", 2)
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
         common.check_init(self)
+        common.check_networks(self, tuple(self.hidden_sizes), tuple(self.hidden_sizes))
         common.check_fields(
             self,
             positive=(
@@ -313,9 +321,21 @@ def _networks(state: State) -> tuple[BoundedGaussianPolicy, Critic]:
 
 def _make_networks(cfg: Config, action_size: int) -> tuple[BoundedGaussianPolicy, Critic]:
     policy = BoundedGaussianPolicy(
-        cfg.hidden_sizes, action_size, layer_init=cfg.layer_init, input_layer=cfg.input_layer
+        cfg.hidden_sizes,
+        action_size,
+        layer_init=cfg.layer_init,
+        input_layer=cfg.input_layer,
+        network=cfg.actor_network,
+        blocks=cfg.actor_blocks,
     )
-    return policy, Critic(cfg.hidden_sizes, layer_init=cfg.layer_init, input_layer=cfg.input_layer)
+    critic = Critic(
+        cfg.hidden_sizes,
+        layer_init=cfg.layer_init,
+        input_layer=cfg.input_layer,
+        network=cfg.critic_network,
+        blocks=cfg.critic_blocks,
+    )
+    return policy, critic
 
 
 def sample_target_actions(

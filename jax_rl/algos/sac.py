@@ -21,6 +21,17 @@ shifted by the entropy term, z' = r + gamma * d * (z - alpha * log pi(a'|s')), a
 whose Q in the actor's loss is the mean of the distribution of lower mean;
 observation normalisation; separate widths; AdamW's weight decay on the
 networks (not on log alpha); bf16 matrix products; an asymmetric actor and critics.
+
+Network families (`jax_rl.networks.body`): `actor_network` / `critic_network` simba
+puts SimBa's residual blocks in place of the MLP (the `simba` preset carries SimBa's
+published settings). `crossq` is CrossQ (Bhatt et al., ICLR 2024): BatchRenorm
+networks and no target critics; the critics' loss runs (s, a) and (s', a') through
+the critics in one training-mode pass, so both halves are normalised by the same
+batch statistics, and the target is that pass's second half without gradient:
+    a' ~ pi(.|s') (running statistics),  [Q(s, a) | Q(s', a')] = Q([s | s'], [a | a'])
+    y = r + gamma * d * (min_i sg(Q_i(s', a')) - alpha * log pi(a'|s'))
+The actor's loss reads the critics with their running statistics while the actor
+runs in training mode; `policy_freq` 3 delays actor and temperature as published.
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from jax_rl.algos import categorical, common
 from jax_rl.networks import (
     EnsembleCritic,
     GaussianPolicy,
+    Renorm,
     polyak_update,
     squash,
     tanh_gaussian_sample,
@@ -89,47 +101,96 @@ class Config(flax.struct.PyTreeNode):
     actor_obs_size: int = common.field(
         0, "features of the observation the actor sees (0: all)", static=True, flag=False
     )
+    # Network families and CrossQ (the same fields as TD3's).
+    actor_network: str = common.network_field("actor")
+    critic_network: str = common.network_field("critic")
+    actor_blocks: int = common.blocks_field("actor", 1)
+    critic_blocks: int = common.blocks_field("critic", 2)
+    crossq: bool = common.field(
+        False,
+        "CrossQ: BatchRenorm networks, no target critics, (s, a) and (s', a') in one critic pass",
+        static=True,
+    )
+    renorm_momentum: float = common.field(
+        0.99, "momentum of BatchRenorm's running statistics (crossq)", static=True
+    )
+    renorm_warmup: int = common.field(
+        100_000,
+        "training passes of each BatchRenorm layer before its r and d corrections start "
+        "(batch normalisation until then; crossq)",
+        static=True,
+    )
+    adam_beta1: float = common.field(
+        0.9, "Adam's first-moment decay beta1 of actor and critics (CrossQ: 0.5)", static=True
+    )
+    policy_freq: int = common.field(
+        1, "critic updates per actor and temperature update (CrossQ: 3)", static=True
+    )
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
         common.check_init(self)
         common.check_recipe(self)
+        common.check_networks(self, common.actor_sizes(self), common.critic_sizes(self))
         common.check_fields(
             self,
             positive=("actor_lr", "critic_lr", "init_alpha"),
             non_negative=("alpha_lr", "weight_decay"),
             unit_interval=("discount", "tau"),
+            positive_ints=("policy_freq",),
         )
 
 
 class State(flax.struct.PyTreeNode):
     actor_params: Any
     critic_params: Any
-    target_critic_params: Any
+    target_critic_params: Any  # None with crossq
+    actor_stats: Any  # running statistics of a BatchRenorm actor (crossq), else None
+    critic_stats: Any  # the same of the critics
     log_alpha: jax.Array
     actor_opt_state: optax.OptState
     critic_opt_state: optax.OptState
     alpha_opt_state: optax.OptState
     step: jax.Array  # updates done so far
+    # The latest actor update's metrics with policy_freq > 1 (shown between updates), else None.
+    actor_metrics: dict[str, jax.Array] | None
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-def _networks(config: Config, action_size: int) -> tuple[GaussianPolicy, EnsembleCritic]:
+def _networks(
+    config: Config, action_size: int, train: bool = False
+) -> tuple[GaussianPolicy, EnsembleCritic]:
+    """The actor and the critics; `train`: their BatchRenorm layers (crossq) in training mode."""
+    renorm: Renorm | None = common.renorm(config, train)
     policy = GaussianPolicy(
         common.actor_sizes(config),
         action_size,
         layer_init=config.layer_init,
         matmul_dtype=config.matmul_dtype,
+        network=config.actor_network,
+        blocks=config.actor_blocks,
+        renorm=renorm,
     )
     critic = EnsembleCritic(
         common.critic_sizes(config),
         layer_init=config.layer_init,
         num_atoms=common.num_atoms(config),
         matmul_dtype=config.matmul_dtype,
+        network=config.critic_network,
+        blocks=config.critic_blocks,
+        renorm=renorm,
     )
     return policy, critic
+
+
+def _actor_variables(state: State) -> dict:
+    return common.variables(state.actor_params, state.actor_stats)
+
+
+def _critic_variables(state: State) -> dict:
+    return common.variables(state.critic_params, state.critic_stats)
 
 
 def _atoms(config: Config) -> jax.Array:
@@ -142,7 +203,7 @@ def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
     cfg = state.config
     actor, critic = _networks(cfg, state.action_size)
     actor_obs, critic_obs = common.views(cfg, batch.next_obs)
-    mean, log_std = actor.apply(state.actor_params, actor_obs)
+    mean, log_std = actor.apply(_actor_variables(state), actor_obs)
     next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
     next_out = critic.apply(state.target_critic_params, critic_obs, next_action)
     entropy_term = jnp.exp(state.log_alpha) * next_log_prob
@@ -167,21 +228,50 @@ def critic_loss(
     return 0.5 * ((out - target[None]) ** 2).mean(axis=1).sum()
 
 
+def crossq_critic_loss(
+    critic_params: Any, state: State, batch: Transition, key: jax.Array
+) -> tuple[jax.Array, Any]:
+    """CrossQ's: sum over critics of 0.5 mean_B (Q_i(s, a) - y)^2, where Q(s, a) and
+    Q(s', a') [E, B] are the halves of one training-mode pass over the 2B rows
+    [s | s'], [a | a'] and y [B] takes the second half without gradient. Returns the
+    loss and the critics' running statistics after the pass. batch is normalised."""
+    cfg = state.config
+    actor, _ = _networks(cfg, state.action_size)
+    _, critic = _networks(cfg, state.action_size, train=True)
+    next_actor_obs, next_critic_obs = common.views(cfg, batch.next_obs)
+    mean, log_std = actor.apply(_actor_variables(state), next_actor_obs)
+    next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
+    _, critic_obs = common.views(cfg, batch.obs)
+    joint_obs = jnp.concatenate([critic_obs, next_critic_obs])  # [2B, O]
+    joint_action = jnp.concatenate([batch.action, next_action])  # [2B, A]
+    out, critic_stats = common.apply_train(
+        critic, critic_params, state.critic_stats, joint_obs, joint_action
+    )
+    q, next_q = jnp.split(out, 2, axis=1)  # [E, B] each
+    soft_next = jax.lax.stop_gradient(next_q).min(axis=0) - jnp.exp(state.log_alpha) * next_log_prob
+    target = batch.reward + cfg.discount * batch.discount * soft_next
+    return 0.5 * ((q - target[None]) ** 2).mean(axis=1).sum(), critic_stats
+
+
 def actor_loss(
     actor_params: Any, state: State, obs: jax.Array, key: jax.Array
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[jax.Array, tuple[jax.Array, Any]]:
     """mean_B (alpha log pi(a~|s) - min_i Q_i(s, a~)) (a categorical critic's Q: the mean
-    of the distribution of lower mean); also returns log pi [B]. obs is normalised."""
+    of the distribution of lower mean); also returns log pi [B] and the actor's running
+    statistics after this training-mode pass (crossq; else None). obs is normalised."""
     cfg = state.config
-    actor, critic = _networks(cfg, state.action_size)
+    actor, _ = _networks(cfg, state.action_size, train=True)
+    _, critic = _networks(cfg, state.action_size)
     actor_obs, critic_obs = common.views(cfg, obs)
-    mean, log_std = actor.apply(actor_params, actor_obs)
+    (mean, log_std), actor_stats = common.apply_train(
+        actor, actor_params, state.actor_stats, actor_obs
+    )
     action, log_prob = tanh_gaussian_sample(mean, log_std, key)
-    out = critic.apply(state.critic_params, critic_obs, action)
+    out = critic.apply(_critic_variables(state), critic_obs, action)
     if cfg.critic == "categorical":
         out = categorical.mean_value(out, _atoms(cfg))
     q = out.min(axis=0)
-    return (jnp.exp(state.log_alpha) * log_prob - q).mean(), log_prob
+    return (jnp.exp(state.log_alpha) * log_prob - q).mean(), (log_prob, actor_stats)
 
 
 def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: jax.Array) -> jax.Array:
@@ -195,18 +285,25 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
     obs = jnp.zeros((1, obs_size), jnp.float32)
     action = jnp.zeros((1, action_size), jnp.float32)
     actor_obs, critic_obs = common.views(config, obs)
-    actor_params = actor.init(actor_key, actor_obs)
-    critic_params = critic.init(critic_key, critic_obs, action)
+    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_obs))
+    critic_params, critic_stats = common.split_variables(
+        critic.init(critic_key, critic_obs, action)
+    )
     log_alpha = jnp.log(jnp.float32(config.init_alpha))
     return State(
         actor_params=actor_params,
         critic_params=critic_params,
-        target_critic_params=common.copy(critic_params),
+        target_critic_params=None if config.crossq else common.copy(critic_params),
+        actor_stats=actor_stats,
+        critic_stats=critic_stats,
         log_alpha=log_alpha,
         actor_opt_state=common.adam_init(actor_params),
         critic_opt_state=common.adam_init(critic_params),
         alpha_opt_state=common.adam_init(log_alpha),
         step=jnp.int32(0),
+        actor_metrics=(
+            {name: jnp.float32(0.0) for name in ACTOR_METRICS} if config.policy_freq > 1 else None
+        ),
         obs_stats=common.init_obs_stats(config, obs_size),
         config=common.as_traced(config),
         action_size=action_size,
@@ -226,7 +323,7 @@ def act(
     `episode_draw` (a per-environment draw some learners explore with) is unused."""
     actor, _ = _networks(state.config, state.action_size)
     actor_obs, _ = common.views(state.config, normalization.normalize(state.obs_stats, obs))
-    mean, log_std = actor.apply(state.actor_params, actor_obs)
+    mean, log_std = actor.apply(_actor_variables(state), actor_obs)
     if deterministic:
         return squash(mean)
     action, _ = tanh_gaussian_sample(mean, log_std, key, noise)
@@ -236,15 +333,26 @@ def act(
 observe = common.observe
 
 
+ACTOR_METRICS = ("loss/actor", "loss/alpha", "dual/alpha", "policy/entropy")
+
+
 def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
-    target = td_target(state, batch, key)
-    loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
+    cfg = state.config
+    if cfg.crossq:
+        (loss, critic_stats), grads = jax.value_and_grad(crossq_critic_loss, has_aux=True)(
+            state.critic_params, state, batch, key
+        )
+        state = state.replace(critic_stats=critic_stats)
+    else:
+        target = td_target(state, batch, key)
+        loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
     params, opt_state = common.adam_step(
         state.critic_params,
         grads,
         state.critic_opt_state,
-        state.config.critic_lr,
-        state.config.weight_decay,
+        cfg.critic_lr,
+        cfg.weight_decay,
+        cfg.adam_beta1,
     )
     return state.replace(critic_params=params, critic_opt_state=opt_state), loss
 
@@ -252,7 +360,7 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
 def _update_actor(
     state: State, obs: jax.Array, key: jax.Array
 ) -> tuple[State, jax.Array, jax.Array]:
-    (loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(
+    (loss, (log_prob, actor_stats)), grads = jax.value_and_grad(actor_loss, has_aux=True)(
         state.actor_params, state, obs, key
     )
     params, opt_state = common.adam_step(
@@ -261,8 +369,10 @@ def _update_actor(
         state.actor_opt_state,
         state.config.actor_lr,
         state.config.weight_decay,
+        state.config.adam_beta1,
     )
-    return state.replace(actor_params=params, actor_opt_state=opt_state), loss, log_prob
+    state = state.replace(actor_params=params, actor_opt_state=opt_state, actor_stats=actor_stats)
+    return state, loss, log_prob
 
 
 def _update_alpha(state: State, log_prob: jax.Array) -> tuple[State, jax.Array]:
@@ -276,25 +386,50 @@ def _update_alpha(state: State, log_prob: jax.Array) -> tuple[State, jax.Array]:
     return state.replace(log_alpha=log_alpha, alpha_opt_state=opt_state), loss
 
 
-def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """Critics, then actor, then temperature, then Polyak-averaged target critics.
-    batch holds raw observations (normalised here with the state's statistics)."""
-    batch = common.normalize_batch(state, batch)
-    critic_key, actor_key = jax.random.split(key)
-    state, loss_critic = _update_critic(state, batch, critic_key)
-    state, loss_actor, log_prob = _update_actor(state, batch.obs, actor_key)
+def _update_actor_and_alpha(
+    state: State, obs: jax.Array, key: jax.Array
+) -> tuple[State, dict[str, jax.Array]]:
+    state, loss_actor, log_prob = _update_actor(state, obs, key)
     state, loss_alpha = _update_alpha(state, log_prob)
-    state = state.replace(
-        target_critic_params=polyak_update(
-            state.target_critic_params, state.critic_params, state.config.tau
-        ),
-        step=state.step + 1,
-    )
     metrics = {
-        "loss/critic": loss_critic,
         "loss/actor": loss_actor,
         "loss/alpha": loss_alpha,
         "dual/alpha": jnp.exp(state.log_alpha),
         "policy/entropy": -log_prob.mean(),
     }
     return state, metrics
+
+
+def _delayed_actor_and_alpha(state: State, obs: jax.Array, key: jax.Array) -> State:
+    """The actor and temperature updated, their metrics kept in the state."""
+    state, metrics = _update_actor_and_alpha(state, obs, key)
+    return state.replace(actor_metrics=metrics)
+
+
+def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
+    """Critics; then actor and temperature (every `policy_freq`-th call); then the
+    Polyak-averaged target critics (none with crossq). batch holds raw observations
+    (normalised here with the state's statistics)."""
+    batch = common.normalize_batch(state, batch)
+    critic_key, actor_key = jax.random.split(key)
+    state, loss_critic = _update_critic(state, batch, critic_key)
+    state = state.replace(step=state.step + 1)
+    if state.config.policy_freq == 1:
+        state, actor_metrics = _update_actor_and_alpha(state, batch.obs, actor_key)
+    else:
+        state = jax.lax.cond(
+            state.step % state.config.policy_freq == 0,
+            _delayed_actor_and_alpha,
+            lambda s, *_: s,
+            state,
+            batch.obs,
+            actor_key,
+        )
+        actor_metrics = state.actor_metrics
+    if not state.config.crossq:
+        state = state.replace(
+            target_critic_params=polyak_update(
+                state.target_critic_params, state.critic_params, state.config.tau
+            )
+        )
+    return state, {"loss/critic": loss_critic, **actor_metrics}

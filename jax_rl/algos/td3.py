@@ -25,6 +25,16 @@ products; an asymmetric actor and critics (`actor_obs_size`, set by the
 environment); and an exploration std drawn per environment at each episode
 start, uniform in [exploration_noise_min, exploration_noise], where the loop
 hands `act` that draw (`episode_draw`; the device pipeline does).
+
+Network families (`jax_rl.networks.body`): `actor_network` / `critic_network` simba
+puts SimBa's residual blocks in place of the MLP. `crossq` is CrossQ (Bhatt et al.,
+ICLR 2024) on TD3, as the CrossQ paper's TD3 variant: BatchRenorm networks, no
+target actor or critics; the critics' loss runs (s, a) and (s', a') through the
+critics in one training-mode pass and takes the target from its second half:
+    a' = clip(pi(s') + clip(N(0, policy_noise), +-noise_clip), -1, 1)   (running statistics)
+    y  = r + gamma * d * min_i sg(Q_i(s', a'))
+The actor's loss reads the first critic with its running statistics while the actor
+runs in training mode.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from jax_rl.networks import (
     Critic,
     DeterministicPolicy,
     EnsembleCritic,
+    Renorm,
     ensemble_member,
     polyak_update,
 )
@@ -108,11 +119,34 @@ class Config(flax.struct.PyTreeNode):
     actor_obs_size: int = common.field(
         0, "features of the observation the actor sees (0: all)", static=True, flag=False
     )
+    # Network families and CrossQ (the same fields as SAC's).
+    actor_network: str = common.network_field("actor")
+    critic_network: str = common.network_field("critic")
+    actor_blocks: int = common.blocks_field("actor", 1)
+    critic_blocks: int = common.blocks_field("critic", 2)
+    crossq: bool = common.field(
+        False,
+        "CrossQ: BatchRenorm networks, no target networks, (s, a) and (s', a') in one critic pass",
+        static=True,
+    )
+    renorm_momentum: float = common.field(
+        0.99, "momentum of BatchRenorm's running statistics (crossq)", static=True
+    )
+    renorm_warmup: int = common.field(
+        100_000,
+        "training passes of each BatchRenorm layer before its r and d corrections start "
+        "(batch normalisation until then; crossq)",
+        static=True,
+    )
+    adam_beta1: float = common.field(
+        0.9, "Adam's first-moment decay beta1 of actor and critics (CrossQ: 0.5)", static=True
+    )
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
         common.check_init(self)
         common.check_recipe(self)
+        common.check_networks(self, common.actor_sizes(self), common.critic_sizes(self))
         common.check_fields(
             self,
             positive=("actor_lr", "critic_lr"),
@@ -133,8 +167,10 @@ class Config(flax.struct.PyTreeNode):
 class State(flax.struct.PyTreeNode):
     actor_params: Any
     critic_params: Any
-    target_actor_params: Any
-    target_critic_params: Any
+    target_actor_params: Any  # None with crossq
+    target_critic_params: Any  # None with crossq
+    actor_stats: Any  # running statistics of a BatchRenorm actor (crossq), else None
+    critic_stats: Any  # the same of the critics
     actor_opt_state: optax.OptState
     critic_opt_state: optax.OptState
     actor_loss: jax.Array  # loss at the latest (delayed) actor update, for metrics
@@ -144,20 +180,48 @@ class State(flax.struct.PyTreeNode):
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-def _networks(config: Config, action_size: int) -> tuple[DeterministicPolicy, EnsembleCritic]:
+def _networks(
+    config: Config, action_size: int, train: bool = False
+) -> tuple[DeterministicPolicy, EnsembleCritic]:
+    """The actor and the critics; `train`: their BatchRenorm layers (crossq) in training mode."""
+    renorm: Renorm | None = common.renorm(config, train)
     actor = DeterministicPolicy(
         common.actor_sizes(config),
         action_size,
         layer_init=config.layer_init,
         matmul_dtype=config.matmul_dtype,
+        network=config.actor_network,
+        blocks=config.actor_blocks,
+        renorm=renorm,
     )
     critic = EnsembleCritic(
         common.critic_sizes(config),
         layer_init=config.layer_init,
         num_atoms=common.num_atoms(config),
         matmul_dtype=config.matmul_dtype,
+        network=config.critic_network,
+        blocks=config.critic_blocks,
+        renorm=renorm,
     )
     return actor, critic
+
+
+def _actor_variables(state: State) -> dict:
+    return common.variables(state.actor_params, state.actor_stats)
+
+
+def _smoothed_next_action(
+    state: State, actor_params: Any, next_actor_obs: jax.Array, key: jax.Array
+) -> jax.Array:
+    """clip(pi(s') + clip(N(0, policy_noise), +-noise_clip), -1, 1) [B, A] (target policy
+    smoothing), pi with `actor_params` (variables) in evaluation mode."""
+    cfg = state.config
+    actor, _ = _networks(cfg, state.action_size)
+    noise = cfg.policy_noise * jax.random.normal(
+        key, next_actor_obs.shape[:-1] + (state.action_size,)
+    )
+    noise = jnp.clip(noise, -cfg.noise_clip, cfg.noise_clip)
+    return jnp.clip(actor.apply(actor_params, next_actor_obs) + noise, -1.0, 1.0)
 
 
 def _atoms(config: Config) -> jax.Array:
@@ -167,12 +231,10 @@ def _atoms(config: Config) -> jax.Array:
 def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
     """The TD target with target policy smoothing and clipped double Q: y [B], or for a
     categorical critic the projected target distribution [B, K]. batch is normalised."""
-    actor, critic = _networks(state.config, state.action_size)
+    _, critic = _networks(state.config, state.action_size)
     cfg = state.config
     actor_obs, critic_obs = common.views(cfg, batch.next_obs)
-    noise = cfg.policy_noise * jax.random.normal(key, batch.action.shape)
-    noise = jnp.clip(noise, -cfg.noise_clip, cfg.noise_clip)
-    next_action = jnp.clip(actor.apply(state.target_actor_params, actor_obs) + noise, -1.0, 1.0)
+    next_action = _smoothed_next_action(state, state.target_actor_params, actor_obs, key)
     next_out = critic.apply(state.target_critic_params, critic_obs, next_action)
     if cfg.critic == "categorical":
         discount = cfg.discount * batch.discount
@@ -193,21 +255,51 @@ def critic_loss(
     return ((out - target[None]) ** 2).mean(axis=1).sum()
 
 
-def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> jax.Array:
-    """-mean_B Q_1(s, pi(s)) (a categorical critic's Q: its mean); obs [B, O], normalised."""
+def crossq_critic_loss(
+    critic_params: Any, state: State, batch: Transition, key: jax.Array
+) -> tuple[jax.Array, Any]:
+    """CrossQ's: sum over critics of mean_B (Q_i(s, a) - y)^2, where Q(s, a) and Q(s', a')
+    [E, B] are the halves of one training-mode pass over the 2B rows [s | s'], [a | a']
+    and y [B] takes the second half without gradient. Returns the loss and the critics'
+    running statistics after the pass. batch is normalised."""
     cfg = state.config
-    actor, _ = _networks(cfg, state.action_size)
+    _, critic = _networks(cfg, state.action_size, train=True)
+    next_actor_obs, next_critic_obs = common.views(cfg, batch.next_obs)
+    next_action = _smoothed_next_action(state, _actor_variables(state), next_actor_obs, key)
+    _, critic_obs = common.views(cfg, batch.obs)
+    joint_obs = jnp.concatenate([critic_obs, next_critic_obs])  # [2B, O]
+    joint_action = jnp.concatenate([batch.action, next_action])  # [2B, A]
+    out, critic_stats = common.apply_train(
+        critic, critic_params, state.critic_stats, joint_obs, joint_action
+    )
+    q, next_q = jnp.split(out, 2, axis=1)  # [E, B] each
+    next_value = jax.lax.stop_gradient(next_q).min(axis=0)
+    target = batch.reward + cfg.discount * batch.discount * next_value
+    return ((q - target[None]) ** 2).mean(axis=1).sum(), critic_stats
+
+
+def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Array, Any]:
+    """-mean_B Q_1(s, pi(s)) (a categorical critic's Q: its mean); obs [B, O], normalised.
+    Also returns the actor's running statistics after its training-mode pass (crossq;
+    else None); the critic reads its own running statistics."""
+    cfg = state.config
+    actor, _ = _networks(cfg, state.action_size, train=True)
     actor_obs, critic_obs = common.views(cfg, obs)
-    first_critic = ensemble_member(state.critic_params, 0)
+    critic_variables = common.variables(state.critic_params, state.critic_stats)
+    first_critic = ensemble_member(critic_variables, 0)
     critic = Critic(
         common.critic_sizes(cfg),
         layer_init=cfg.layer_init,
         num_atoms=common.num_atoms(cfg),
         matmul_dtype=cfg.matmul_dtype,
+        network=cfg.critic_network,
+        blocks=cfg.critic_blocks,
+        renorm=common.renorm(cfg, train=False),
     )
-    out = critic.apply(first_critic, critic_obs, actor.apply(actor_params, actor_obs))
+    action, actor_stats = common.apply_train(actor, actor_params, state.actor_stats, actor_obs)
+    out = critic.apply(first_critic, critic_obs, action)
     q = categorical.mean_value(out, _atoms(cfg)) if cfg.critic == "categorical" else out
-    return -q.mean()
+    return -q.mean(), actor_stats
 
 
 def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
@@ -216,13 +308,17 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
     obs = jnp.zeros((1, obs_size), jnp.float32)
     action = jnp.zeros((1, action_size), jnp.float32)
     actor_obs, critic_obs = common.views(config, obs)
-    actor_params = actor.init(actor_key, actor_obs)
-    critic_params = critic.init(critic_key, critic_obs, action)
+    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_obs))
+    critic_params, critic_stats = common.split_variables(
+        critic.init(critic_key, critic_obs, action)
+    )
     return State(
         actor_params=actor_params,
         critic_params=critic_params,
-        target_actor_params=common.copy(actor_params),
-        target_critic_params=common.copy(critic_params),
+        target_actor_params=None if config.crossq else common.copy(actor_params),
+        target_critic_params=None if config.crossq else common.copy(critic_params),
+        actor_stats=actor_stats,
+        critic_stats=critic_stats,
         actor_opt_state=common.adam_init(actor_params),
         critic_opt_state=common.adam_init(critic_params),
         actor_loss=jnp.float32(0.0),
@@ -252,7 +348,7 @@ def act(
     """
     actor, _ = _networks(state.config, state.action_size)
     actor_obs, _ = common.views(state.config, normalization.normalize(state.obs_stats, obs))
-    action = actor.apply(state.actor_params, actor_obs)
+    action = actor.apply(_actor_variables(state), actor_obs)
     if deterministic:
         return action
     if noise is None:
@@ -282,40 +378,54 @@ def exploration_std(state: State) -> jax.Array:
 
 
 def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
-    target = td_target(state, batch, key)
-    loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
+    cfg = state.config
+    if cfg.crossq:
+        (loss, critic_stats), grads = jax.value_and_grad(crossq_critic_loss, has_aux=True)(
+            state.critic_params, state, batch, key
+        )
+        state = state.replace(critic_stats=critic_stats)
+    else:
+        target = td_target(state, batch, key)
+        loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
     params, opt_state = common.adam_step(
         state.critic_params,
         grads,
         state.critic_opt_state,
-        state.config.critic_lr,
-        state.config.weight_decay,
+        cfg.critic_lr,
+        cfg.weight_decay,
+        cfg.adam_beta1,
     )
     return state.replace(critic_params=params, critic_opt_state=opt_state), loss
 
 
 def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
-    loss, grads = jax.value_and_grad(actor_loss)(state.actor_params, state, obs)
+    (loss, actor_stats), grads = jax.value_and_grad(actor_loss, has_aux=True)(
+        state.actor_params, state, obs
+    )
     params, opt_state = common.adam_step(
         state.actor_params,
         grads,
         state.actor_opt_state,
         state.config.actor_lr,
         state.config.weight_decay,
+        state.config.adam_beta1,
     )
+    state = state.replace(
+        actor_params=params, actor_opt_state=opt_state, actor_stats=actor_stats, actor_loss=loss
+    )
+    if state.config.crossq:  # no target networks
+        return state
     tau = state.config.tau
     return state.replace(
-        actor_params=params,
-        actor_opt_state=opt_state,
-        actor_loss=loss,
         target_actor_params=polyak_update(state.target_actor_params, params, tau),
         target_critic_params=polyak_update(state.target_critic_params, state.critic_params, tau),
     )
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """One critic update; every `policy_freq`-th call also the actor and targets.
-    batch holds raw observations (normalised here with the state's statistics)."""
+    """One critic update; every `policy_freq`-th call also the actor and targets (no
+    targets with crossq). batch holds raw observations (normalised here with the
+    state's statistics)."""
     batch = common.normalize_batch(state, batch)
     state, loss = _update_critic(state, batch, key)
     state = state.replace(step=state.step + 1)

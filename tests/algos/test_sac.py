@@ -71,8 +71,9 @@ def test_actor_loss_by_hand():
     state, b, key = hand_state(), batch(), jax.random.key(4)
     a, log_prob = hand_sample(key, 3)
     expected = (ALPHA * log_prob - critic_values(W, C, a).min(axis=0)).mean()
-    loss, lp = sac.actor_loss(state.actor_params, state, b.obs, key)
+    loss, (lp, stats) = sac.actor_loss(state.actor_params, state, b.obs, key)
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
+    assert stats is None  # no BatchRenorm: no running statistics
     np.testing.assert_allclose(lp, log_prob, rtol=1e-5)
 
 

@@ -79,8 +79,11 @@ def test_actor_loss_uses_first_critic_by_hand():
     state, b = hand_state(), batch()
     a = np.tanh(B_ACTOR)
     expected = -(W[0] * (a + 2.0) + C[0])
-    loss, grads = jax.value_and_grad(td3.actor_loss)(state.actor_params, state, b.obs)
+    (loss, stats), grads = jax.value_and_grad(td3.actor_loss, has_aux=True)(
+        state.actor_params, state, b.obs
+    )
     np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    assert stats is None  # no BatchRenorm: no running statistics
     # d loss / d bias = -w_1 * (1 - tanh(b)^2)
     grad_bias = grads["params"]["MLP_0"]["Dense_1"]["bias"]
     np.testing.assert_allclose(grad_bias, [-W[0] * (1 - a**2)], rtol=1e-5)

@@ -1,0 +1,156 @@
+"""CrossQ (Bhatt et al., ICLR 2024) on TD3 and SAC, and SimBa networks on every learner."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_rl import networks
+from jax_rl.algos import mpo, sac, td3
+from jax_rl.transition import Transition
+
+B, OBS, A = 8, 3, 2
+CROSSQ = {"crossq": True, "hidden_sizes": (16, 16), "adam_beta1": 0.5}
+LEARNERS = {"TD3": td3, "SAC": sac}
+
+
+def batch(key=None) -> Transition:
+    key = jax.random.key(0) if key is None else key
+    k1, k2, k3 = jax.random.split(key, 3)
+    return Transition(
+        obs=jax.random.normal(k1, (B, OBS)),
+        action=jax.random.uniform(k2, (B, A), minval=-1.0, maxval=1.0),
+        reward=jnp.arange(B, dtype=jnp.float32),
+        discount=jnp.ones(B),
+        next_obs=jax.random.normal(k3, (B, OBS)),
+    )
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_crossq_state_has_running_statistics_and_no_target_networks(name):
+    algo = LEARNERS[name]
+    state = algo.init(jax.random.key(0), OBS, A, algo.Config(**CROSSQ))
+    assert state.target_critic_params is None
+    assert getattr(state, "target_actor_params", None) is None
+    # Two critics, each with its own statistics: a leading ensemble axis.
+    means = jax.tree_util.tree_leaves(state.critic_stats)
+    assert means and all(leaf.shape[0] == 2 for leaf in means)
+    assert state.actor_stats is not None
+    plain = algo.init(jax.random.key(0), OBS, A, algo.Config(hidden_sizes=(16, 16)))
+    assert plain.target_critic_params is not None and plain.critic_stats is None
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_crossq_critic_sees_the_concatenated_batch_in_one_training_pass(name):
+    algo = LEARNERS[name]
+    state = algo.init(jax.random.key(0), OBS, A, algo.Config(**CROSSQ))
+    calls = []
+
+    def record(next_fun, args, kwargs, context):
+        if (
+            isinstance(context.module, networks.EnsembleCritic)
+            and context.method_name == "__call__"
+        ):
+            calls.append((args[0].shape, context.module.renorm.train))
+        return next_fun(*args, **kwargs)
+
+    with nn.intercept_methods(record):
+        loss, stats = algo.crossq_critic_loss(
+            state.critic_params, state, batch(), jax.random.key(1)
+        )
+    assert calls == [((2 * B, OBS), True)]
+    assert np.isfinite(float(loss))
+    # The pass moved each critic's running mean of its input towards the joint batch's.
+    b = batch()
+    joint = np.concatenate([np.asarray(b.obs), np.asarray(b.next_obs)])
+    first = stats["batch_stats"]["members"]["RenormMLP_0"]["BatchRenorm_0"]
+    np.testing.assert_allclose(first["mean"][0][:OBS], 0.01 * joint.mean(axis=0), rtol=1e-4)
+    assert int(first["steps"][0]) == 1
+
+
+def _steps(stats) -> list[int]:
+    """The training-pass counters of every BatchRenorm layer in `stats`."""
+    return [int(x.ravel()[0]) for x in jax.tree_util.tree_leaves(stats) if x.dtype == jnp.int32]
+
+
+def _steps(stats) -> list[int]:
+    """The training-pass counters of every BatchRenorm layer in `stats`."""
+    return [int(x.ravel()[0]) for x in jax.tree_util.tree_leaves(stats) if x.dtype == jnp.int32]
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_crossq_update_writes_statistics_and_acting_reads_them_without_writing(name):
+    algo = LEARNERS[name]
+    config = algo.Config(**CROSSQ, policy_freq=1)
+    state = algo.init(jax.random.key(0), OBS, A, config)
+    new, metrics = jax.jit(algo.update)(state, batch(), jax.random.key(2))
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    assert set(_steps(new.critic_stats)) == {1} and set(_steps(new.actor_stats)) == {1}
+    before = jax.tree_util.tree_map(np.asarray, new.actor_stats)
+    a1 = algo.act(new, batch().obs, jax.random.key(3), True)
+    a2 = algo.act(new, batch().obs[:1], jax.random.key(3), True)
+    # Evaluation mode: a row's action does not depend on the rest of the batch.
+    np.testing.assert_allclose(a1[:1], a2, rtol=1e-5, atol=1e-6)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, before, new.actor_stats)
+
+
+def test_sac_policy_delay_updates_actor_and_temperature_every_third_step():
+    state = sac.init(jax.random.key(0), OBS, A, sac.Config(**CROSSQ, policy_freq=3))
+    update = jax.jit(sac.update)
+    actors, alphas = [state.actor_params], [float(state.log_alpha)]
+    for i in range(6):
+        state, _ = update(state, batch(jax.random.key(i)), jax.random.key(10 + i))
+        actors.append(state.actor_params)
+        alphas.append(float(state.log_alpha))
+    changed = [
+        not all(jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.array_equal, a, b)))
+        for a, b in zip(actors, actors[1:], strict=False)
+    ]
+    assert changed == [False, False, True, False, False, True]
+    assert [a != b for a, b in zip(alphas, alphas[1:], strict=False)] == changed
+
+
+def test_adam_beta1_is_the_first_moment_decay():
+    state = td3.init(jax.random.key(0), OBS, A, td3.Config(hidden_sizes=(4,), adam_beta1=0.5))
+    new, _ = jax.jit(td3.update)(state, batch(), jax.random.key(1))
+    mu_before = jax.tree_util.tree_leaves(state.critic_opt_state.mu)
+    assert all(float(jnp.abs(m).max()) == 0.0 for m in mu_before)
+    grads_mu = jax.tree_util.tree_leaves(new.critic_opt_state.mu)
+    nu = jax.tree_util.tree_leaves(new.critic_opt_state.nu)
+    # After one step mu = (1 - beta1) g and nu = (1 - beta2) g^2: mu^2 / nu = 0.25 / 0.001.
+    for m, v in zip(grads_mu, nu, strict=True):
+        mask = np.asarray(v) > 1e-12
+        np.testing.assert_allclose(np.asarray(m)[mask] ** 2 / np.asarray(v)[mask], 250.0, rtol=1e-3)
+
+
+SIMBA = {"actor_network": "simba", "critic_network": "simba", "hidden_sizes": (8,)}
+
+
+@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
+def test_simba_networks_serve_every_learner(algo):
+    config = algo.Config(**SIMBA, critic_blocks=2, actor_blocks=1)
+    state = algo.init(jax.random.key(0), OBS, A, config)
+    critic_blocks = [
+        k
+        for k in jax.tree_util.tree_leaves_with_path(state.critic_params)
+        if "SimbaBlock_1" in str(k[0])
+    ]
+    actor_blocks = [
+        k
+        for k in jax.tree_util.tree_leaves_with_path(state.actor_params)
+        if "SimbaBlock_1" in str(k[0])
+    ]
+    assert critic_blocks and not actor_blocks  # 2 blocks in the critic, 1 in the actor
+    new, metrics = jax.jit(algo.update)(state, batch(), jax.random.key(1))
+    assert all(np.isfinite(float(v)) for v in metrics.values() if np.ndim(v) == 0)
+    assert algo.act(new, batch().obs, jax.random.key(2), False).shape == (B, A)
+    assert algo.act(new, batch().obs, jax.random.key(2), True).shape == (B, A)
+
+
+def test_mpo_simba_critic_scores_many_actions_as_the_tiled_critic():
+    critic = networks.Critic((8,), network="simba", blocks=2)
+    obs, actions = jnp.ones((3, 4)), jax.random.uniform(jax.random.key(0), (5, 3, 2))
+    params = critic.init(jax.random.key(1), obs, actions[0])
+    tiled = critic.apply(params, jnp.broadcast_to(obs, (5, 3, 4)), actions)
+    np.testing.assert_allclose(networks.critic_many_actions(critic, params, obs, actions), tiled)
