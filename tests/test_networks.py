@@ -219,10 +219,12 @@ def test_batch_renorm_training_step_by_hand_with_r_and_d_clipped():
     sigma_b, sigma = np.sqrt(var_b + eps), np.sqrt(var + eps)
     r_raw, d_raw = sigma_b / sigma, (mu_b - mean) / sigma
     r, d = np.clip(r_raw, 1 / 3, 3), np.clip(d_raw, -5, 5)
-    assert r_raw[0] > 3 and d_raw[0] > 5  # feature 0 clips both
-    assert 1 / 3 < r_raw[1] < 3 and abs(d_raw[1]) < 5  # feature 1 clips neither
     expected = ((X_BRN - mu_b) / sigma_b * r + d) * scale + bias
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    # The layer clips: feature 0 differs from the unclipped formula, feature 1 equals it.
+    unclipped = ((X_BRN - mu_b) / sigma_b * r_raw + d_raw) * scale + bias
+    assert np.abs(np.asarray(y)[:, 0] - unclipped[:, 0]).max() > 1.0
+    np.testing.assert_allclose(np.asarray(y)[:, 1], unclipped[:, 1], rtol=1e-5, atol=1e-5)
     stats_after = updated["batch_stats"]
     np.testing.assert_allclose(stats_after["mean"], 0.9 * mean + 0.1 * mu_b, rtol=1e-6)
     np.testing.assert_allclose(stats_after["var"], 0.9 * var + 0.1 * var_b, rtol=1e-5)
