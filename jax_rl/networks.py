@@ -8,6 +8,10 @@ The network families live here and nowhere else; a learner names one by its
     mlp     ReLU hidden layers (`MLP`), the published networks of TD3, SAC and MPO
     simba   SimBa (Lee et al., ICLR 2025): linear embedding, residual blocks
             x + MLP(LayerNorm(x)) with 4x expansion, a final LayerNorm (`Simba`)
+    simbav2 SimbaV2 (Lee et al., 2025, arXiv 2502.15280): every hidden vector on
+            the unit sphere, blocks that interpolate towards an MLP's output,
+            bias-free weights projected back to unit norm after every optimiser
+            step (`SimbaV2`, `project`)
     mlp with a `Renorm`
             CrossQ's (Bhatt et al., ICLR 2024): BatchRenorm on the input and after
             every hidden activation (`RenormMLP`, `BatchRenorm`)
@@ -40,8 +44,10 @@ INPUT_LAYERS = ("relu", "layernorm")
 # bfloat16, as mixed-precision training does on accelerators.
 MATMUL_DTYPES = {"float32": None, "bf16": jnp.bfloat16}
 LAYER_NORM_EPSILON = 1e-6  # flax.linen.LayerNorm's default
-NETWORKS = ("mlp", "simba")
+NETWORKS = ("mlp", "simba", "simbav2")
 SIMBA_EXPANSION = 4  # a SimBa block's inner width, in multiples of its width
+SIMBAV2_SHIFT = 3.0  # the constant SimbaV2 appends to its input before normalising it
+HYPER_PREFIX = "HyperDense"  # the modules whose kernels `project` keeps at unit norm
 
 
 def dense(features: int, fan_in: int, layer_init: str, dtype: Any = None) -> nn.Dense:
@@ -245,6 +251,115 @@ class Simba(nn.Module):
         return out.astype(jnp.float32)
 
 
+def l2_normalize(x: jax.Array, axis: int = -1, epsilon: float = 1e-8) -> jax.Array:
+    """x / max(||x||, epsilon) along `axis`: a tiny vector is still put on the sphere, a zero
+    one stays zero (no NaN, in value or gradient)."""
+    return x * jax.lax.rsqrt(jnp.maximum((x * x).sum(axis=axis, keepdims=True), epsilon**2))
+
+
+class HyperDense(nn.Module):
+    """A bias-free linear layer whose kernel [in, out] keeps unit-norm columns: each output
+    unit's weight vector lies on the unit sphere. Initialised orthogonal, then with its
+    columns normalised (a widening layer cannot have orthonormal columns); after every
+    optimiser step `project` normalises them again."""
+
+    features: int
+    matmul_dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        orthogonal = nn.initializers.orthogonal(1.0)
+
+        def init(key: jax.Array, shape: tuple, dtype: Any = jnp.float32) -> jax.Array:
+            return l2_normalize(orthogonal(key, shape, dtype), axis=-2)
+
+        kernel = self.param("kernel", init, (x.shape[-1], self.features), jnp.float32)
+        dtype = MATMUL_DTYPES[self.matmul_dtype] or jnp.float32
+        return (x.astype(dtype) @ kernel.astype(dtype)).astype(jnp.float32)
+
+
+class Scaler(nn.Module):
+    """x * s, a learned per-feature scale that starts at `start`. It is stored as s / (start
+    / stored), starting at `stored`, so Adam's step on it (about the learning rate whatever
+    the parameter's size) moves s by about lr * start / stored: SimbaV2's way of giving
+    each scaler its own effective learning rate."""
+
+    start: float
+    stored: float
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        param = self.param("scaler", nn.initializers.constant(self.stored), (x.shape[-1],))
+        return x * param * (self.start / self.stored)
+
+
+class SimbaV2Block(nn.Module):
+    """h <- normalize(h + alpha (normalize(W2 relu(s W1 h)) - h)): [..., H] -> [..., H].
+
+    W1 [H, 4H] and W2 [4H, H] are `HyperDense`; s (start sqrt(2 / 4H)) and alpha (start
+    1 / (blocks + 1), stored at 1 / sqrt(H)) are `Scaler`s. The interpolation replaces
+    SimBa's sum, so h stays on the unit sphere.
+    """
+
+    blocks: int
+    matmul_dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, h: jax.Array) -> jax.Array:
+        width = h.shape[-1]
+        inner = SIMBA_EXPANSION * width
+        x = HyperDense(inner, self.matmul_dtype)(h)
+        x = Scaler(math.sqrt(2.0 / inner), math.sqrt(2.0 / inner))(x)
+        x = l2_normalize(HyperDense(width, self.matmul_dtype)(nn.relu(x) + 1e-8))
+        alpha = Scaler(1.0 / (self.blocks + 1), 1.0 / math.sqrt(width))
+        return l2_normalize(h + alpha(x - h))
+
+
+class SimbaV2(nn.Module):
+    """SimbaV2: [x, 3] normalised -> HyperDense(width), scaled, normalised -> `blocks` x
+    SimbaV2Block -> head HyperDense(width), scaled -> HyperDense(output) + bias.
+
+    The appended constant keeps the input's magnitude once it is projected onto the
+    sphere. Its observation normalisation is the learner's `normalize_obs`; its
+    distributional critic is the learners' categorical critic (`critic categorical`), and
+    its reward scaling the learners' `scale_rewards` (`jax_rl.normalization`). The
+    published policy has two such heads (mean, log-std); this one head emits both.
+    """
+
+    width: int
+    blocks: int
+    output_size: int
+    matmul_dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        scale = math.sqrt(2.0 / self.width)
+        shift = jnp.full(x.shape[:-1] + (1,), SIMBAV2_SHIFT, jnp.float32)
+        x = l2_normalize(jnp.concatenate([x.astype(jnp.float32), shift], axis=-1))
+        h = l2_normalize(Scaler(scale, scale)(HyperDense(self.width, self.matmul_dtype)(x)))
+        for _ in range(self.blocks):
+            h = SimbaV2Block(self.blocks, self.matmul_dtype)(h)
+        head = Scaler(scale, scale)(HyperDense(self.width, self.matmul_dtype)(h))
+        out = HyperDense(self.output_size, self.matmul_dtype)(head)
+        return out + self.param("bias", nn.initializers.zeros, (self.output_size,))
+
+
+def project(params: Any) -> Any:
+    """The parameters with every `HyperDense` kernel's columns scaled back to unit norm
+    (SimbaV2's projection after an optimiser step); every other leaf unchanged, so this
+    is the identity on the other families. Works on stacked (ensemble) kernels too: the
+    input axis is the second to last."""
+
+    def one(path: tuple, leaf: jax.Array) -> jax.Array:
+        names = [getattr(k, "key", "") for k in path]
+        inside = any(str(n).startswith(HYPER_PREFIX) for n in names)
+        if inside and names[-1] == "kernel":
+            return l2_normalize(leaf, axis=-2)
+        return leaf
+
+    return jax.tree_util.tree_map_with_path(one, params)
+
+
 def body(
     network: str,
     hidden_sizes: Sequence[int],
@@ -256,14 +371,16 @@ def body(
     matmul_dtype: str = "float32",
     renorm: Renorm | None = None,
 ) -> nn.Module:
-    """The network of family `network` ("mlp" or "simba") mapping [..., in] -> [..., output_size].
+    """The network of family `network` (`NETWORKS`) mapping [..., in] -> [..., output_size].
 
-    "mlp": `MLP` of hidden_sizes, or with `renorm` CrossQ's `RenormMLP`. "simba":
-    `Simba` whose width is the hidden size (one, or several equal ones) and
-    `blocks` residual blocks; layer_init and input_layer are MLP choices.
+    "mlp": `MLP` of hidden_sizes, or with `renorm` CrossQ's `RenormMLP`. "simba" and
+    "simbav2": `Simba` or `SimbaV2` whose width is the hidden size (one, or several
+    equal ones) and `blocks` residual blocks; layer_init and input_layer are MLP choices.
     """
     if network == "simba":
         return Simba(hidden_sizes[0], blocks, output_size, matmul_dtype)
+    if network == "simbav2":
+        return SimbaV2(hidden_sizes[0], blocks, output_size, matmul_dtype)
     if network != "mlp":
         raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
     if renorm is not None:

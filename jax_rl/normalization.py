@@ -72,3 +72,56 @@ def normalize(stats: ObsStats | None, obs: jax.Array) -> jax.Array:
         return obs
     scaled = (obs - stats.mean) * jax.lax.rsqrt(variance(stats) + EPSILON)
     return jnp.clip(scaled, -CLIP, CLIP)
+
+
+# --- Reward scaling (`--scale_rewards`, SimbaV2's) -------------------------------------
+#
+# The critic's targets are made O(1) by dividing every sampled reward by
+#
+#     scale = max(sqrt(Var[G] + 1e-8), max |G| / RETURN_BOUND)
+#
+# where G is the discounted return the loop has collected so far in each environment:
+# G_t = r_t + gamma * d_{t-1} * G_{t-1}, d the discount mask of the step before. Var[G]
+# is the variance of every G seen (Welford, as the observations), max |G| the largest
+# seen. The second term bounds the scaled returns by RETURN_BOUND, the edge of SimbaV2's
+# categorical support [-5, 5]. G restarts only at a true terminal (discount 0): the
+# critics bootstrap through time limits, so the return they estimate runs on past a
+# truncation too. Rewards are stored raw; the scale is the learner's current one
+# wherever a batch is sampled.
+
+RETURN_BOUND = 5.0
+
+
+class RewardStats(flax.struct.PyTreeNode):
+    carry: jax.Array  # [E] gamma * d_t * G_t of the latest step: where each G goes on from
+    moments: ObsStats  # count, mean and M2 of every return seen (size 1)
+    peak: jax.Array  # [] the largest |return| seen
+
+
+def init_reward_stats(num_envs: int) -> RewardStats:
+    """No reward seen: returns 0 in each of the num_envs environments, scale 1."""
+    return RewardStats(
+        carry=jnp.zeros(num_envs, jnp.float32),
+        moments=init_stats(1),
+        peak=jnp.float32(0.0),
+    )
+
+
+def merge_rewards(
+    stats: RewardStats, reward: jax.Array, discount: jax.Array, gamma: jax.Array
+) -> RewardStats:
+    """The statistics after one step of every environment: reward, discount [E]."""
+    returns = stats.carry + reward
+    return RewardStats(
+        carry=gamma * discount * returns,
+        moments=merge(stats.moments, returns[:, None]),
+        peak=jnp.maximum(stats.peak, jnp.abs(returns).max()),
+    )
+
+
+def reward_scale(stats: RewardStats | None) -> jax.Array:
+    """[] the number sampled rewards are divided by (1 without scaling or data)."""
+    if stats is None:
+        return jnp.float32(1.0)
+    spread = jnp.sqrt(variance(stats.moments)[0] + EPSILON)
+    return jnp.maximum(spread, stats.peak / RETURN_BOUND)

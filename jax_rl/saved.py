@@ -150,7 +150,8 @@ class SavedRun:
         config = agent.algo_config
         if actor_obs_size:
             config = config.replace(actor_obs_size=actor_obs_size)
-        template = self.algo.init(jax.random.key(0), obs_size, action_size, config)
+        num_envs = getattr(self.loop_config, "num_envs", 1)  # the device loop's; host: 1
+        template = self.algo.init(jax.random.key(0), obs_size, action_size, config, num_envs)
         if checkpoint is None:
             return _read_msgpack(agent.directory / "agent.msgpack", template)
         return self._from_checkpoint(agent, template, checkpoint)

@@ -191,6 +191,82 @@ def test_simba_network_layout_and_shapes():
     assert "LayerNorm_0" in params
 
 
+def unit(v):
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def test_simbav2_block_interpolates_on_the_sphere_by_hand():
+    """Width 2 (inner 8), one block of two: normalize(h + alpha (normalize(W2 relu(s W1 h))
+    - h)) with the scalers' stored values turned into their effective ones."""
+    block = networks.SimbaV2Block(blocks=2)
+    h = jnp.asarray(unit(np.array([[3.0, 4.0], [-1.0, 0.5]])))
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.normal(size=(2, 8)), rng.normal(size=(8, 2))
+    s_stored, a_stored = rng.uniform(0.1, 1.0, 8), rng.uniform(0.1, 1.0, 2)
+    params = {
+        "params": {
+            "HyperDense_0": {"kernel": jnp.asarray(w1)},
+            "HyperDense_1": {"kernel": jnp.asarray(w2)},
+            "Scaler_0": {"scaler": jnp.asarray(s_stored)},
+            "Scaler_1": {"scaler": jnp.asarray(a_stored)},
+        }
+    }
+    # Scaler 0 starts at sqrt(2/8) stored as sqrt(2/8): factor 1. Scaler 1 (alpha) starts at
+    # 1/3 stored as 1/sqrt(2): factor sqrt(2)/3.
+    s, alpha = s_stored, a_stored * np.sqrt(2.0) / 3.0
+    hs = np.asarray(h, np.float64)
+    inner = unit((np.maximum(s * (hs @ w1), 0.0) + 1e-8) @ w2)  # + 1e-8: never all zero
+    expected = unit(hs + alpha * (inner - hs))
+    out = block.apply(params, h)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, rtol=1e-6)
+
+
+def test_simbav2_network_layout_input_shift_and_projection():
+    net = networks.SimbaV2(width=16, blocks=2, output_size=3)
+    x = jnp.zeros((1, 5))
+    params = net.init(jax.random.key(0), x)
+    inner = params["params"]
+    assert inner["HyperDense_0"]["kernel"].shape == (6, 16)  # the input and the constant 3
+    assert inner["SimbaV2Block_1"]["HyperDense_0"]["kernel"].shape == (16, 64)  # 4x
+    assert inner["HyperDense_2"]["kernel"].shape == (16, 3)  # the head's last layer
+    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        if "HyperDense" in jax.tree_util.keystr(path):  # unit-norm columns from the start
+            np.testing.assert_allclose(np.linalg.norm(leaf, axis=0), 1.0, rtol=1e-5)
+    # Without blocks, by hand: a zero input becomes [0, ..., 0, 1] on the sphere, so the
+    # embedding is the kernel's last row (the constant's weights), scaled, normalised; the
+    # head scales its first layer (a scaler's factor is 1 where start = stored).
+    bare = networks.SimbaV2(width=16, blocks=0, output_size=3)
+    v = bare.init(jax.random.key(2), x)["params"]
+    v["bias"] = jnp.arange(3.0)
+    w = {
+        k: np.asarray(v[k]["kernel"], np.float64)
+        for k in ("HyperDense_0", "HyperDense_1", "HyperDense_2")
+    }
+    s0, s1 = np.asarray(v["Scaler_0"]["scaler"]), np.asarray(v["Scaler_1"]["scaler"])
+    embedding = unit(w["HyperDense_0"][-1] * s0)
+    expected = (s1 * (embedding @ w["HyperDense_1"])) @ w["HyperDense_2"] + np.arange(3.0)
+    np.testing.assert_allclose(bare.apply({"params": v}, x)[0], expected, rtol=1e-5, atol=1e-6)
+    doubled = jax.tree_util.tree_map(lambda v: 2.0 * v, params)
+    projected = networks.project(doubled)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(projected):
+        name = jax.tree_util.keystr(path)
+        if "HyperDense" in name:
+            np.testing.assert_allclose(np.linalg.norm(leaf, axis=0), 1.0, rtol=1e-5)
+        else:  # scalers and the bias are left as they are
+            np.testing.assert_array_equal(leaf, 2.0 * _leaf(params, path))
+    mlp = networks.MLP((4,), 2).init(jax.random.key(1), x)
+    assert jax.tree_util.tree_all(
+        jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), networks.project(mlp), mlp)
+    )
+
+
+def _leaf(tree, path):
+    for key in path:
+        tree = tree[key.key]
+    return tree
+
+
 def brn_variables(mean, var, steps, scale=(1.0, 1.0), bias=(0.0, 0.0)):
     return {
         "params": {"scale": jnp.asarray(scale), "bias": jnp.asarray(bias)},

@@ -1,15 +1,17 @@
 """Registry of learners. Each module exposes `Config`, `State`, `init`, `act`, `observe`,
 `update`.
 
-    init(key, obs_size, action_size, config) -> State
+    init(key, obs_size, action_size, config, num_envs=1) -> State
     act(state, obs [B, O], key, deterministic, noise=None, episode_draw=None)
         -> action [B, A] in [-1, 1]
-    observe(state, obs [B, O]) -> State    (collected observations: running statistics)
+    observe(state, transition: Transition [E]) -> State
+        (one collection step of the E environments: running statistics)
     update(state, batch: Transition, key) -> (state, metrics: dict[str, scalar])
 
 `act`, `observe` and `update` are pure and jittable; `deterministic` is static.
 Observations reach every function raw: a learner with `normalize_obs` standardises
-them itself with the statistics `observe` keeps in its state.
+them itself with the statistics `observe` keeps in its state, and with
+`scale_rewards` it divides sampled rewards by the scale those statistics give.
 
 A module may also set `CPU_COMPILER_OPTIONS`, XLA options its update compiles with
 on a CPU (see `compiler_options`).

@@ -125,13 +125,16 @@ def adam_step(
     """One Adam step (betas beta1 and 0.999, 0.9 by default; eps 1e-8) with a traced
     learning rate; beta1 is a Python float (a static config field). With weight_decay > 0
     AdamW's decoupled decay (Loshchilov and Hutter, 2019): p <- p - lr * (adam_update +
-    weight_decay * p), on every parameter."""
+    weight_decay * p), on every parameter. SimbaV2's weights are then projected back onto
+    the unit sphere (`networks.project`, the identity on every other family)."""
+    from jax_rl import networks
+
     adam = _ADAM if beta1 == ADAM_BETA1 else optax.scale_by_adam(b1=beta1)
     updates, opt_state = adam.update(grads, opt_state, params)
     params = jax.tree_util.tree_map(
         lambda p, u: p - learning_rate * (u + weight_decay * p), params, updates
     )
-    return params, opt_state
+    return networks.project(params), opt_state
 
 
 # --- The accelerator-scale recipe: fields TD3 and SAC share --------------------------
@@ -196,20 +199,37 @@ def init_obs_stats(config: Any, obs_size: int) -> Any:
     return normalization.init_stats(obs_size) if config.normalize_obs else None
 
 
-def observe(state: Any, obs: jax.Array) -> Any:
-    """The learner's state with collected observations obs [B, O] merged into its
-    statistics (`jax_rl.normalization`); unchanged without normalize_obs."""
+def init_reward_stats(config: Any, num_envs: int) -> Any:
+    """The state's reward-scale statistics for num_envs environments: fresh ones with
+    scale_rewards, else None."""
     from jax_rl import normalization
 
-    if state.obs_stats is None:
-        return state
-    return state.replace(obs_stats=normalization.merge(state.obs_stats, obs))
+    return normalization.init_reward_stats(num_envs) if config.scale_rewards else None
+
+
+def observe(state: Any, transition: Any) -> Any:
+    """The learner's state with one collection step of its E environments (a Transition,
+    obs [E, O], reward and discount [E]) merged into its statistics (`jax_rl.normalization`):
+    the observations with normalize_obs, the discounted returns with scale_rewards."""
+    from jax_rl import normalization
+
+    if state.obs_stats is not None:
+        state = state.replace(obs_stats=normalization.merge(state.obs_stats, transition.obs))
+    if state.reward_stats is not None:
+        merged = normalization.merge_rewards(
+            state.reward_stats, transition.reward, transition.discount, state.config.discount
+        )
+        state = state.replace(reward_stats=merged)
+    return state
 
 
 def normalize_batch(state: Any, batch: Any) -> Any:
-    """The batch with obs and next_obs standardised by the state's statistics."""
+    """The batch with obs and next_obs standardised, and rewards divided by the reward
+    scale, by the state's statistics (each where it keeps them)."""
     from jax_rl import normalization
 
+    if state.reward_stats is not None:
+        batch = batch.replace(reward=batch.reward / normalization.reward_scale(state.reward_stats))
     if state.obs_stats is None:
         return batch
     return batch.replace(
@@ -225,15 +245,24 @@ def network_field(role: str) -> Any:
     """The `<role>_network` field: which family the actor's or the critics' network is."""
     return field(
         "mlp",
-        f"family of the {role}'s network: mlp (published) or simba (SimBa residual blocks; "
-        f"its width is the {role}'s hidden size)",
+        f"family of the {role}'s network: mlp (published), simba (SimBa residual blocks) or "
+        f"simbav2 (SimbaV2 hyperspherical blocks); simba's width is the {role}'s hidden size",
         static=True,
     )
 
 
 def blocks_field(role: str, default: int) -> Any:
-    """The `<role>_blocks` field: residual blocks of a simba network."""
-    return field(default, f"residual blocks of the {role}'s network when it is simba", static=True)
+    """The `<role>_blocks` field: residual blocks of a simba or simbav2 network."""
+    return field(default, f"residual blocks of the {role}'s simba or simbav2 network", static=True)
+
+
+def scale_rewards_field() -> Any:
+    """The `scale_rewards` field (SimbaV2's reward scaling, `jax_rl.normalization`)."""
+    return field(
+        False,
+        "divide rewards by the running spread of the discounted return (SimbaV2's)",
+        static=True,
+    )
 
 
 def check_networks(
@@ -254,9 +283,9 @@ def check_networks(
             raise ValueError(f"{name} {role}_network must be one of {choices}, got {network!r}")
         if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 1:
             raise ValueError(f"{name} {role}_blocks must be an integer >= 1, got {blocks!r}")
-        if network == "simba" and len(set(sizes)) != 1:
+        if network != "mlp" and len(set(sizes)) != 1:
             raise ValueError(
-                f"{name} {role}_network simba takes one width (all hidden sizes equal), "
+                f"{name} {role}_network {network} takes one width (all hidden sizes equal), "
                 f"got {','.join(map(str, sizes))}"
             )
     if not getattr(config, "crossq", False):

@@ -161,6 +161,7 @@ class Config(flax.struct.PyTreeNode):
     normalize_obs: bool = common.field(
         False, "standardise observations with running statistics", static=True
     )
+    scale_rewards: bool = common.scale_rewards_field()
     # Network families (the same fields as TD3's and SAC's; widths: hidden_sizes).
     actor_network: str = common.network_field("actor")
     critic_network: str = common.network_field("critic")
@@ -215,6 +216,7 @@ class State(flax.struct.PyTreeNode):
     alpha_opt_state: optax.OptState
     step: jax.Array
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
+    reward_stats: Any  # normalization.RewardStats with scale_rewards, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -420,7 +422,11 @@ def check_platform(config: Config) -> None:
         ) from None
 
 
-def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
+def init(
+    key: jax.Array, obs_size: int, action_size: int, config: Config, num_envs: int = 1
+) -> State:
+    """A fresh learner for observations [O] and actions [A] (num_envs: the environments
+    stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _make_networks(config, action_size)
     actor_key, critic_key = jax.random.split(key)
     obs = jnp.zeros((1, obs_size), jnp.float32)
@@ -446,6 +452,7 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
         alpha_opt_state=common.adam_init(alpha_params),
         step=jnp.int32(0),
         obs_stats=common.init_obs_stats(config, obs_size),
+        reward_stats=common.init_reward_stats(config, num_envs),
         config=common.as_traced(config),
         action_size=action_size,
     )

@@ -95,6 +95,7 @@ class Config(flax.struct.PyTreeNode):
     normalize_obs: bool = common.field(
         False, "standardise observations with running statistics", static=True
     )
+    scale_rewards: bool = common.scale_rewards_field()
     matmul_dtype: str = common.field(
         "float32", "dtype of the matrix products: float32 or bf16", static=True
     )
@@ -155,6 +156,7 @@ class State(flax.struct.PyTreeNode):
     # The latest actor update's metrics with policy_freq > 1 (shown between updates), else None.
     actor_metrics: dict[str, jax.Array] | None
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
+    reward_stats: Any  # normalization.RewardStats with scale_rewards, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -279,7 +281,11 @@ def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: jax.Ar
     return -(log_alpha * (log_prob + target_entropy)).mean()
 
 
-def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
+def init(
+    key: jax.Array, obs_size: int, action_size: int, config: Config, num_envs: int = 1
+) -> State:
+    """A fresh learner for observations [O] and actions [A] (num_envs: the environments
+    stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _networks(config, action_size)
     actor_key, critic_key = jax.random.split(key)
     obs = jnp.zeros((1, obs_size), jnp.float32)
@@ -305,6 +311,7 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
             {name: jnp.float32(0.0) for name in ACTOR_METRICS} if config.policy_freq > 1 else None
         ),
         obs_stats=common.init_obs_stats(config, obs_size),
+        reward_stats=common.init_reward_stats(config, num_envs),
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -409,11 +416,12 @@ def _delayed_actor_and_alpha(state: State, obs: jax.Array, key: jax.Array) -> St
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
     """Critics; then actor and temperature (every `policy_freq`-th call); then the
     Polyak-averaged target critics (none with crossq). batch holds raw observations
-    (normalised here with the state's statistics)."""
+    (normalised here with the state's statistics, rewards scaled with scale_rewards)."""
     batch = common.normalize_batch(state, batch)
     critic_key, actor_key = jax.random.split(key)
     state, loss_critic = _update_critic(state, batch, critic_key)
     state = state.replace(step=state.step + 1)
+    actor_metrics: dict[str, jax.Array]
     if state.config.policy_freq == 1:
         state, actor_metrics = _update_actor_and_alpha(state, batch.obs, actor_key)
     else:
@@ -425,6 +433,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
             batch.obs,
             actor_key,
         )
+        assert state.actor_metrics is not None  # held between delayed updates
         actor_metrics = state.actor_metrics
     if not state.config.crossq:
         state = state.replace(

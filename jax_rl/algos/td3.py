@@ -113,6 +113,7 @@ class Config(flax.struct.PyTreeNode):
     normalize_obs: bool = common.field(
         False, "standardise observations with running statistics", static=True
     )
+    scale_rewards: bool = common.scale_rewards_field()
     matmul_dtype: str = common.field(
         "float32", "dtype of the matrix products: float32 or bf16", static=True
     )
@@ -176,6 +177,7 @@ class State(flax.struct.PyTreeNode):
     actor_loss: jax.Array  # loss at the latest (delayed) actor update, for metrics
     step: jax.Array  # updates done so far
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
+    reward_stats: Any  # normalization.RewardStats with scale_rewards, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -302,7 +304,11 @@ def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Arr
     return -q.mean(), actor_stats
 
 
-def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> State:
+def init(
+    key: jax.Array, obs_size: int, action_size: int, config: Config, num_envs: int = 1
+) -> State:
+    """A fresh learner for observations [O] and actions [A] (num_envs: the environments
+    stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _networks(config, action_size)
     actor_key, critic_key = jax.random.split(key)
     obs = jnp.zeros((1, obs_size), jnp.float32)
@@ -324,6 +330,7 @@ def init(key: jax.Array, obs_size: int, action_size: int, config: Config) -> Sta
         actor_loss=jnp.float32(0.0),
         step=jnp.int32(0),
         obs_stats=common.init_obs_stats(config, obs_size),
+        reward_stats=common.init_reward_stats(config, num_envs),
         config=common.as_traced(config),
         action_size=action_size,
     )

@@ -186,7 +186,7 @@ def init_carry(
     spec = replay_lib.ReplaySpec(config.capacity, env.obs_size, env.action_size)
     replay = replay_lib.create(spec)
     agent_key, env_key, draw_key, key = jax.random.split(key, 4)
-    agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config)
+    agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config, config.num_envs)
     sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, config.batch_size), key)
     pending = None
     if config.n_step > 1:
@@ -244,13 +244,13 @@ def _collect(
     algo: ModuleType, carry: Carry, env: BraxEnv, action: jax.Array, draw_key: jax.Array
 ) -> Carry:
     """Step every environment with `action`, store the transitions, count episodes; let
-    the learner observe the observations acted on; draw anew for episodes that start.
+    the learner observe the transitions (statistics); draw anew for episodes that start.
 
     With n-step returns, store instead the n-step transitions of the steps made
     n - 1 iterations ago (`jax_rl.loops.nstep`), once there are any.
     """
     env_state, transition, info = env.step(carry.env, action)
-    agent = algo.observe(carry.agent, transition.obs)
+    agent = algo.observe(carry.agent, transition)
     fresh = jax.random.uniform(draw_key, carry.episode_draw.shape)
     episode_draw = jnp.where(info.done, fresh, carry.episode_draw)
     pending = carry.pending

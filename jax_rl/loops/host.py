@@ -190,10 +190,11 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         ), action
 
     def observe(learner: Learner, transitions: Transition) -> Learner:
-        """Each agent's learner observes the observation of its stored transition."""
+        """Each agent's learner observes its stored transition (one environment each)."""
         axes, size = population.agent_axes(learner.agent), transitions.obs.shape[0]
         over = population.over_agents(algo.observe, (axes, 0), axes, size)
-        return learner.replace(agent=over(learner.agent, transitions.obs[:, None]))
+        one_env = jax.tree_util.tree_map(lambda x: x[:, None], transitions)
+        return learner.replace(agent=over(learner.agent, one_env))
 
     # The population versions: vmapped over the agents (indexed where there is one).
     def collect(learner: Learner, transitions: Transition) -> Learner:

@@ -124,28 +124,62 @@ def test_adam_beta1_is_the_first_moment_decay():
         np.testing.assert_allclose(np.asarray(m)[mask] ** 2 / np.asarray(v)[mask], 250.0, rtol=1e-3)
 
 
-SIMBA = {"actor_network": "simba", "critic_network": "simba", "hidden_sizes": (8,)}
-
-
+@pytest.mark.parametrize("family", ["simba", "simbav2"])
 @pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
-def test_simba_networks_serve_every_learner(algo):
-    config = algo.Config(**SIMBA, critic_blocks=2, actor_blocks=1)
+def test_simba_networks_serve_every_learner(algo, family):
+    config = algo.Config(
+        actor_network=family, critic_network=family, hidden_sizes=(8,), critic_blocks=2,
+        actor_blocks=1,
+    )  # fmt: skip
     state = algo.init(jax.random.key(0), OBS, A, config)
+    second = "SimbaBlock_1" if family == "simba" else "SimbaV2Block_1"
     critic_blocks = [
-        k
-        for k in jax.tree_util.tree_leaves_with_path(state.critic_params)
-        if "SimbaBlock_1" in str(k[0])
+        k for k in jax.tree_util.tree_leaves_with_path(state.critic_params) if second in str(k[0])
     ]
     actor_blocks = [
-        k
-        for k in jax.tree_util.tree_leaves_with_path(state.actor_params)
-        if "SimbaBlock_1" in str(k[0])
+        k for k in jax.tree_util.tree_leaves_with_path(state.actor_params) if second in str(k[0])
     ]
     assert critic_blocks and not actor_blocks  # 2 blocks in the critic, 1 in the actor
     new, metrics = jax.jit(algo.update)(state, batch(), jax.random.key(1))
     assert all(np.isfinite(float(v)) for v in metrics.values() if np.ndim(v) == 0)
     assert algo.act(new, batch().obs, jax.random.key(2), False).shape == (B, A)
     assert algo.act(new, batch().obs, jax.random.key(2), True).shape == (B, A)
+
+
+def hyper_kernels(params):
+    """Every HyperDense kernel of a network's parameters, by path."""
+    return {
+        jax.tree_util.keystr(path): leaf
+        for path, leaf in jax.tree_util.tree_leaves_with_path(params)
+        if "HyperDense" in jax.tree_util.keystr(path)
+    }
+
+
+@pytest.mark.parametrize("algo", [td3, sac, mpo], ids=["TD3", "SAC", "MPO"])
+def test_simbav2_weights_stay_on_the_unit_sphere_after_updates(algo):
+    """After every update each HyperDense kernel column (one output unit's weights) has
+    norm 1 to 1e-5, in the actor and in every critic of the ensemble, though the
+    update moved it."""
+    config = algo.Config(
+        actor_network="simbav2", critic_network="simbav2", hidden_sizes=(8,), critic_blocks=2,
+        actor_lr=0.05, critic_lr=0.05,
+    )  # fmt: skip
+    state = algo.init(jax.random.key(0), OBS, A, config)
+    update = jax.jit(algo.update)
+    new = state
+    for i in range(3):
+        new, _ = update(new, batch(), jax.random.key(i + 1))
+    for params, old in (
+        (new.actor_params, state.actor_params),
+        (new.critic_params, state.critic_params),
+    ):
+        kernels, before = hyper_kernels(params), hyper_kernels(old)
+        assert len(kernels) >= 5
+        for path, kernel in kernels.items():
+            np.testing.assert_allclose(
+                np.linalg.norm(kernel, axis=-2), 1.0, atol=1e-5, err_msg=path
+            )
+        assert any(not np.allclose(kernels[p], before[p]) for p in kernels)
 
 
 def test_mpo_simba_critic_scores_many_actions_as_the_tiled_critic():

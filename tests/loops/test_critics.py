@@ -1,4 +1,4 @@
-"""SimBa networks and CrossQ through the loops: short learning runs, populations of two,
+"""SimBa and SimbaV2 networks and CrossQ through the loops: short learning runs, populations of two,
 and kill-and-resume on the host loop and the device pipeline."""
 
 import functools
@@ -25,15 +25,25 @@ ROOT = Path(__file__).resolve().parents[2]
 # that a short run goes through both phases (batch normalisation, then renormalisation).
 CROSSQ = {"crossq": True, "renorm_warmup": 200, "adam_beta1": 0.5, "hidden_sizes": (64, 64)}
 SIMBA = {"actor_network": "simba", "critic_network": "simba", "hidden_sizes": (64,)}
+# SimbaV2 as published: its networks, the categorical critic on [-5, 5], scaled rewards.
+SIMBAV2 = {
+    "actor_network": "simbav2", "critic_network": "simbav2", "hidden_sizes": (64,),
+    "normalize_obs": True, "scale_rewards": True, "critic": "categorical", "num_atoms": 51,
+    "v_min": -5.0, "v_max": 5.0,
+}  # fmt: skip
 OPTIONS = {
     "TD3-crossq": (td3, {**CROSSQ, "policy_freq": 3}),
     "SAC-crossq": (sac, {**CROSSQ, "policy_freq": 3}),
     "SAC-simba": (sac, {**SIMBA, "normalize_obs": True}),
     "MPO-simba": (mpo, {**SIMBA, "critic_blocks": 1}),
+    "SAC-simbav2": (sac, SIMBAV2),
 }
 # The return each must beat after 1,500 steps. MPO with SimBa networks learns this bandit
 # more slowly than the others (seed 0: -1.04 untrained, -0.83 at 750 steps, -0.60 at 1,500).
-FLOOR = {"TD3-crossq": -0.1, "SAC-crossq": -0.1, "SAC-simba": -0.1, "MPO-simba": -0.7}
+FLOOR = {
+    "TD3-crossq": -0.1, "SAC-crossq": -0.1, "SAC-simba": -0.1, "MPO-simba": -0.7,
+    "SAC-simbav2": -0.1,
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("option", OPTIONS)
@@ -73,7 +83,7 @@ def train_population(algo, configs, seeds, out):
         logger.close()
 
 
-@pytest.mark.parametrize("option", ["TD3-crossq", "SAC-simba"])
+@pytest.mark.parametrize("option", ["TD3-crossq", "SAC-simba", "SAC-simbav2"])
 def test_a_population_of_two_trains_as_two_separate_runs(option, tmp_path):
     algo, settings = OPTIONS[option]
     config = algo.Config(**{**settings, "hidden_sizes": settings["hidden_sizes"][:1]})
@@ -88,6 +98,9 @@ def test_a_population_of_two_trains_as_two_separate_runs(option, tmp_path):
     if settings.get("crossq"):  # each agent keeps its own running statistics
         stats = jax.tree_util.tree_leaves(together.learner.agent.critic_stats)
         assert all(leaf.shape[0] == 2 for leaf in stats)
+    if settings.get("scale_rewards"):  # and its own returns (the two tasks differ)
+        returns = together.learner.agent.reward_stats.moments.mean
+        assert returns.shape == (2, 1) and float(returns[0, 0]) != float(returns[1, 0])
 
 
 CACHE = {
@@ -118,7 +131,8 @@ DEVICE_FLAGS = (
     "--updates_per_step", "2", "--start_timesteps", "128", "--batch_size", "32",
     "--hidden_sizes", "16", "--eval_freq", "256", "--eval_episodes", "2",
     "--log_freq", "128", "--episode_length", "20", "--no_progress", "--policy", "TD3",
-    "--actor_network", "simba", "--critic_network", "simba", "--normalize_obs",
+    "--actor_network", "simba", "--critic_network", "simbav2", "--normalize_obs",
+    "--scale_rewards", "--critic", "categorical", "--v_min", "-5", "--v_max", "5",
     "--checkpoint_every", "128",
 )  # fmt: skip
 
@@ -126,7 +140,7 @@ DEVICE_FLAGS = (
 @pytest.mark.parametrize(
     "script, flags, every",
     [("main_dm_control.py", HOST_FLAGS, 100), ("main_brax.py", DEVICE_FLAGS, 128)],
-    ids=["host-SAC-crossq", "device-TD3-simba"],
+    ids=["host-SAC-crossq", "device-TD3-simba-simbav2"],
 )
 def test_killed_and_resumed_run_ends_as_the_uninterrupted_one(script, flags, every, tmp_path):
     reference = tmp_path / "reference"
