@@ -56,7 +56,8 @@ bench-playground: init
 # CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/fast_preset/gpu_<device>/.
 # Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); about 15 minutes
 # on one H100 (session 27), 75-90 s per configuration; GPU_CHECK_FLAGS="--parts curves" (or
-# speed, populations) runs part of it. GPU_CHECK_FLAGS="--tiny --out /tmp/gc" runs it on a CPU.
+# speed, populations) runs part of it. GPU_CHECK_FLAGS="--tiny" runs it on a CPU (into a
+# temporary folder).
 # Issue 50's curve, fast with and without a SimBa critic: GPU_CHECK_FLAGS="--parts curves
 # --curve_tasks WalkerRun --curve_configs fast,simba --curve_seconds 300". Compiled programs
 # persist in .jax_cache/, so a second command on the same machine skips compiling.
@@ -70,7 +71,7 @@ bench-critics: init
 	$(BIN)/python -m jax_rl.benchmark --critics --policies TD3,SAC
 
 bench-quick: init
-	$(BIN)/python -m jax_rl.benchmark --quick --out /tmp/jax_rl-bench-quick
+	$(BIN)/python -m jax_rl.benchmark --quick
 
 # The standard DM Control table (docs/results/dmc100k.md): 6 tasks x TD3, SAC, MPO x 3
 # seeds, 100k steps, with the presets; about 10 hours on the 2-core CPU. Resumable: run it

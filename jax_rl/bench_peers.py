@@ -34,6 +34,7 @@ from jax_rl.benchmark import BenchSettings, bench_host_step, machine
 from jax_rl.envs import HostEnv
 from jax_rl.envs.dm_control import DMControlEnv
 from jax_rl.envs.gymnasium import GymnasiumEnv
+from jax_rl.logger import scratch_folder
 
 PEERS = ("SBX", "SB3")
 
@@ -197,7 +198,12 @@ def markdown(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="docs/benchmarks", help="folder for peers.md/.json")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="folder for peers.md/.json (default docs/benchmarks; a temporary folder when "
+        "fewer blocks or tasks than the table's are timed)",
+    )
     parser.add_argument("--num_blocks", type=int, default=5, help="timed blocks of 1000 steps")
     parser.add_argument(
         "--tasks", default=",".join(TASKS), help=f"comma-separated, of: {', '.join(TASKS)}"
@@ -217,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.out is None:  # a reduced run never replaces the committed table
+        full = args.num_blocks >= 5 and set(tasks) == set(TASKS)
+        args.out = "docs/benchmarks" if full else scratch_folder("peers", "a reduced peers run")
     settings = BenchSettings(num_blocks=args.num_blocks)
     rows = []
     for task_name in tasks:

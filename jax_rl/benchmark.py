@@ -7,7 +7,7 @@
     python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun   # the same DM
                                           # Control tasks on both loops (MJX vs C MuJoCo)
     python -m jax_rl.benchmark --policies SAC --population 1,16,64 --playground CheetahRun
-    python -m jax_rl.benchmark --critics  # CrossQ and SimBa at CPU and published widths
+    python -m jax_rl.benchmark --critics  # CrossQ, SimBa(V2) at CPU and published widths
                                           # (make bench-critics): writes critics.md
 
 A training step of the host loop is one dm_control environment step plus the
@@ -41,6 +41,7 @@ from jax_rl import algos, population, timing
 from jax_rl.algos import mpo
 from jax_rl.envs import HostEnv
 from jax_rl.envs.brax import BraxEnv
+from jax_rl.logger import scratch_folder
 from jax_rl.loops import device, host
 
 
@@ -139,6 +140,16 @@ SIMBA_OVERRIDES: dict[str, Any] = {
     "normalize_obs": True,
     "weight_decay": 1e-2,
 }
+SIMBAV2_OVERRIDES: dict[str, Any] = {
+    **SIMBA_OVERRIDES,
+    "actor_network": "simbav2",
+    "critic_network": "simbav2",
+    "weight_decay": 0.0,
+    "scale_rewards": True,
+    "critic": "categorical",
+    "v_min": -5.0,
+    "v_max": 5.0,
+}
 CRITIC_VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("crossq, critics 256-256", {**CROSSQ_OVERRIDES, "critic_hidden_sizes": (256, 256)}),
     ("crossq, critics 512-512", {**CROSSQ_OVERRIDES, "critic_hidden_sizes": (512, 512)}),
@@ -151,6 +162,11 @@ CRITIC_VARIANTS: list[tuple[str, dict[str, Any]]] = [
     (
         "simba, critic 512 x 2 blocks (published)",
         {**SIMBA_OVERRIDES, "critic_hidden_sizes": (512,)},
+    ),
+    ("simbav2, critic 128 x 2 blocks", {**SIMBAV2_OVERRIDES, "critic_hidden_sizes": (128,)}),
+    (
+        "simbav2, critic 512 x 2 blocks (published)",
+        {**SIMBAV2_OVERRIDES, "critic_hidden_sizes": (512,)},
     ),
 ]
 
@@ -547,13 +563,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--policies", default=",".join(algos.ALGORITHMS), help="comma-separated learners to time"
     )
-    parser.add_argument("--out", default="docs/benchmarks", help="folder for the tables")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="folder for the tables (default docs/benchmarks; with --quick a temporary folder)",
+    )
     parser.add_argument("--skip_brax", action="store_true", help="time the host loop only")
     parser.add_argument(
         "--critics",
         action="store_true",
-        help="only time TD3 and SAC (of --policies) with CrossQ and SimBa critics on the host "
-        "loop, at CPU and published widths; writes critics.md",
+        help="only time TD3 and SAC (of --policies) with CrossQ, SimBa and SimbaV2 critics on "
+        "the host loop, at CPU and published widths; writes critics.md",
     )
     parser.add_argument(
         "--skip_host",
@@ -615,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.out is None:  # tiny sizes never replace the committed tables
+        args.out = scratch_folder("bench", "--quick") if args.quick else "docs/benchmarks"
     names = [n for n in args.policies.split(",") if n]
     device_settings = dataclasses.replace(
         QUICK_DEVICE if args.quick else DeviceBenchSettings(), **device_sizes(args)

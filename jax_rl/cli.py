@@ -88,7 +88,11 @@ def _flag_type(default: Any, static: bool) -> Any:
     return type(default)
 
 
-def add_run_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
+# Where flags are added: a parser, or one of its groups (the help's headings).
+Flags = argparse.ArgumentParser | argparse._ArgumentGroup
+
+
+def add_run_flags(parser: Flags, defaults: Any) -> None:
     """Flags both entry points share; `defaults` is the loop's default config."""
     add = parser.add_argument
     add("--seed", type=int, default=defaults.seed, help="random seed")
@@ -156,7 +160,7 @@ def add_run_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
     add_watch_flags(parser)
 
 
-def add_watch_flags(parser: argparse.ArgumentParser) -> None:
+def add_watch_flags(parser: Flags) -> None:
     """--logger and --video_every: where a run's logs and videos go (not how it learns)."""
     from jax_rl.trackers import SINKS, parse_loggers
 
@@ -342,7 +346,7 @@ def build_loop_config(config_class: type, args: argparse.Namespace, **extra: Any
         fail(str(e))
 
 
-def add_population_flag(parser: argparse.ArgumentParser) -> None:
+def add_population_flag(parser: Flags) -> None:
     """--num_seeds: how many agents train together (crossed with any sweep)."""
     parser.add_argument(
         "--num_seeds",
@@ -353,35 +357,89 @@ def add_population_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+LEARNER_GROUP = "the learner"
+
+
 def add_policy_flags(parser: argparse.ArgumentParser) -> None:
-    """--policy and one flag per learner hyperparameter (default: the Config default);
-    continuous ones take comma-separated values, a sweep."""
-    parser.add_argument(
+    """--policy and one flag per learner hyperparameter (default None: the Config's, or a
+    preset's); continuous ones take comma-separated values, a sweep. Every learner's flags
+    are parsed whatever the policy (another learner's is refused with one line later,
+    `build_algo_config`); `focus_help` shows only the chosen learner's."""
+    group = parser.add_argument_group(LEARNER_GROUP)
+    group.add_argument(
         "--policy", default="TD3", choices=algos.POLICY_CHOICES, help="the learner to train"
     )
-    seen: dict[str, str] = {}
-    for name, module in algos.ALGORITHMS.items():
-        group = parser.add_argument_group(f"{name} hyperparameters")
+    seen: set[str] = set()
+    for module in algos.ALGORITHMS.values():
         for field, default, doc, static in common.describe(module.Config):
             if field in seen:
                 continue
-            owners = [n for n, m in algos.ALGORITHMS.items() if field in _fields(m)]
-            shown = default if len(owners) == 1 else "per policy"
-            text = ",".join(map(str, default)) if isinstance(default, tuple) else shown
+            seen.add(field)
             sweepable = isinstance(default, float) and not static
             # A switch: `--normalize_obs` alone turns it on, `--normalize_obs false` off.
             switch: dict[str, Any] = (
                 {"nargs": "?", "const": True} if isinstance(default, bool) else {}
             )
-            group.add_argument(
+            action = group.add_argument(
                 f"--{field}",
                 type=_flag_type(default, static),
                 default=None,
-                help=f"{doc} (default: {text}; {'/'.join(owners)})"
-                + ("; comma-separated values sweep it" if sweepable else ""),
+                help=doc + ("; comma-separated values sweep it" if sweepable else ""),
                 **switch,
             )
-            seen[field] = name
+            action.learner_doc = action.help  # type: ignore[attr-defined]
+
+
+def focus_help(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Before --help prints: show the learner flags of the --policy on the command line
+    only, each with that learner's default; without --policy, none, and how to see them."""
+    policy = None
+    for i, arg in enumerate(argv):
+        if arg == "--policy" and i + 1 < len(argv):
+            policy = argv[i + 1]
+        elif arg.startswith("--policy="):
+            policy = arg.split("=", 1)[1]
+    module = algos.ALGORITHMS.get(policy or "")
+    defaults = (
+        {name: default for name, default, *_ in common.describe(module.Config)} if module else {}
+    )
+    for group in parser._action_groups:
+        if group.title != LEARNER_GROUP:
+            continue
+        if module is None:
+            choices = ", ".join(algos.ALGORITHMS)
+            group.description = (
+                f"its flags: give --policy too, e.g. --policy SAC --help ({choices})"
+            )
+        else:
+            group.title = (
+                f"the learner: {policy} (jax_rl/algos/{module.__name__.split('.')[-1]}.py)"
+            )
+            group.description = "defaults are the published ones; a --preset may change them"
+        for action in group._group_actions:
+            if action.dest == "policy":
+                continue
+            if action.dest not in defaults:
+                action.help = argparse.SUPPRESS
+                continue
+            default, doc = defaults[action.dest], action.learner_doc  # type: ignore[attr-defined]
+            text = ",".join(map(str, default)) if isinstance(default, tuple) else default
+            action.help = f"{doc} (default: {text})" if text != "" else doc
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Each flag's default once: appended where the help does not already say it, and
+    never for a flag without one (None) or a switch."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default is None or default is False or action.nargs == 0:
+            return text
+        if default == argparse.SUPPRESS:
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, tuple | list) else default
+        return text + f" (default: {str(shown).replace('%', '%%')})"
 
 
 def _fields(module: ModuleType) -> set[str]:

@@ -59,8 +59,9 @@ def fail(message: str) -> NoReturn:
 # --- Flags -------------------------------------------------------------------------------
 
 
-def add_engine_flags(parser: argparse.ArgumentParser, population: bool) -> None:
-    """--engine and --address; with `population`, --agents_per_worker too."""
+def add_engine_flags(parser: Any, population: bool) -> None:
+    """--engine and --address on a parser or one of its groups; with `population`,
+    --agents_per_worker too."""
     parser.add_argument(
         "--engine",
         choices=ENGINES,

@@ -27,16 +27,7 @@ from types import ModuleType
 from typing import Any, Protocol, cast
 
 from jax_rl import cli, cluster, presets
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What a backend's training hands back to the driver."""
-
-    evaluations: list[list[dict[str, float]]]  # per agent, one row per evaluation
-    per_agent: list[dict[str, Any]]  # extra fields of each agent's summary.json
-    overall: dict[str, Any]  # extra fields of a population's summary.json
-    note: str = ""  # appended to the final line, e.g. the uniform random policy's return
+from jax_rl.trainers import EVAL_SEED_OFFSET, Outcome
 
 
 class Trainer(Protocol):
@@ -110,10 +101,16 @@ class Backend(Protocol):
 
 
 def make_parser(description: str) -> argparse.ArgumentParser:
-    """The entry points' parser: --help shows defaults; a parse error is one line, exit 2."""
-    return OneLineErrorParser(
-        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    """The entry points' parser: --help shows each default once, in groups (the
+    environment: what the entry point adds before `add_common_flags`; the run; the
+    learner of --policy, `cli.focus_help`); a parse error is one line, exit 2."""
+    parser = OneLineErrorParser(
+        description=description,
+        formatter_class=cli.HelpFormatter,
+        usage="%(prog)s [--policy {TD3,SAC,MPO}] [flags]  (--policy SAC --help: its flags)",
     )
+    parser._optionals.title = "the environment"
+    return parser
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -122,17 +119,18 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 
 def add_common_flags(parser: argparse.ArgumentParser, loop_defaults: Any) -> None:
-    """--preset, --num_seeds, the run flags and the learner flags."""
-    parser.add_argument(
+    """--preset, --num_seeds, the run flags (one group) and the learner flags."""
+    run = parser.add_argument_group("the run: steps, evaluation, saving, resuming, engine")
+    run.add_argument(
         "--preset",
         default=presets.AUTO,
         help="settings over the learner's defaults: auto (the task's entry in "
         "jax_rl/presets/<policy>.toml, if any), paper (the published defaults only), "
         "or a preset's name; flags you give always win",
     )
-    cli.add_population_flag(parser)
-    cluster.add_engine_flags(parser, population=True)
-    cli.add_run_flags(parser, loop_defaults)
+    cli.add_population_flag(run)
+    cluster.add_engine_flags(run, population=True)
+    cli.add_run_flags(run, loop_defaults)
     cli.add_policy_flags(parser)
 
 
@@ -309,6 +307,9 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
     """Run an entry point: see the module docstring."""
     from jax_rl import quiet, video
 
+    given = sys.argv[1:] if argv is None else list(argv)
+    if "-h" in given or "--help" in given:
+        cli.focus_help(parser, given)
     if parser.parse_args(argv).video_every:
         # Before MuJoCo and dm_control are imported: they read MUJOCO_GL once.
         video.use_headless_gl()
@@ -321,7 +322,8 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
     if args.engine == "ray":
         from jax_rl import subpopulations
 
-        return subpopulations.train_on_ray(s, backend, sys.argv[1:] if argv is None else argv, name)
+        given_argv = sys.argv[1:] if argv is None else argv
+        return subpopulations.train_on_ray(s, backend, given_argv, name, run_part)
     trainer, save_dir, control = prepare(s, backend, name)
     print(
         f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
@@ -382,6 +384,27 @@ def identity_of(s: Settings, backend: Backend) -> dict[str, Any]:
         num_seeds=args.num_seeds,
         sweep=s.sweep,
     )
+
+
+def run_part(
+    build_parser: Callable[[], argparse.ArgumentParser],
+    backend: Backend,
+    argv: Sequence[str],
+    indices: Sequence[int],
+    top: Path,
+    part_dir: Path,
+    agent_dirs: list[Path],
+    say: Callable[[str], None],
+) -> int:
+    """A sub-population in a Ray worker (`jax_rl.subpopulations`): the run's settings from
+    its flags, then `train_part` of the agents `indices`; their folders (under `top`) are
+    appended to `agent_dirs` for the caller to read back."""
+    s = resolve_settings(build_parser(), backend, list(argv))
+    part = dataclasses.replace(s, agents=[s.agents[i] for i in indices])
+    folders = [a.folder(s.args.policy) for a in part.agents]
+    agent_dirs.extend(top / folder for folder in folders)
+    say(f"agents {', '.join(folders)}")
+    return train_part(part, backend, part_dir, agent_dirs)
 
 
 def train_part(s: Settings, backend: Backend, part_dir: Path, agent_dirs: Sequence[Path]) -> int:
@@ -461,7 +484,6 @@ def video_recorder(s: Settings, backend: Backend, logger: Any) -> Any:
     if not s.args.video_every:
         return None
     from jax_rl import play, video
-    from jax_rl.trainers import EVAL_SEED_OFFSET
 
     players = []
     for agent in s.agents:

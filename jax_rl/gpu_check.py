@@ -397,10 +397,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from jax_rl import quiet
     from jax_rl.benchmark import machine
+    from jax_rl.logger import scratch_folder
 
     quiet.install()
     use_compilation_cache(Path(args.cache_dir))
     slug = device_slug()
+    if args.tiny and (args.out is None or args.results is None):  # never into docs/
+        scratch = scratch_folder("gpu-check", "--tiny")
+        args.out, args.results = args.out or scratch / "out", args.results or scratch / "results"
     out = Path(args.out or f"docs/benchmarks/{slug}")
     results = Path(args.results or f"docs/results/fast_preset/{slug}")
     out.mkdir(parents=True, exist_ok=True)

@@ -147,7 +147,8 @@ class RunLogger:
             for sink in self.sinks:
                 sink.scalars(step, scalars)
         self._last_row = (step, wall_time)
-        if "episode_return" in metrics:
+        # NaN until the first episode ends: show nothing rather than a diverged-looking nan
+        if math.isfinite(metrics.get("episode_return", math.nan)):
             self.set_status(train_return=f"{metrics['episode_return']:.1f}")
 
     def log_video(self, step: int, path: Path, episode_return: float) -> None:
@@ -236,8 +237,9 @@ class PopulationLogger:
     def log_train(self, step: int, rows: Sequence[Mapping[str, float]]) -> None:
         for agent, row in zip(self.agents, rows, strict=True):
             agent.log_train(step, row)
-        if self.top not in self.agents:
-            self.set_status(train_return=_spread([r.get("episode_return", math.nan) for r in rows]))
+        returns = [r.get("episode_return", math.nan) for r in rows]
+        if self.top not in self.agents and any(math.isfinite(v) for v in returns):
+            self.set_status(train_return=_spread(returns))
 
     def log_evaluation(
         self, step: int, returns: Sequence[Sequence[float]]
@@ -258,6 +260,17 @@ class PopulationLogger:
             self.top.close()
 
 
+def scratch_folder(what: str, why: str) -> Path:
+    """A fresh temporary folder for the outputs of a reduced-size run (`--quick`, `--tiny`,
+    fewer steps than the table's), announced on stderr: the committed tables under docs/
+    are written only by full-size runs or where --out says."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix=f"jax_rl-{what}-"))
+    print(f"{why}: writing to {folder} (give --out to choose)", file=sys.stderr)
+    return folder
+
+
 def _tag(name: str) -> str:
     """A tracker's tag for a train.csv column: the learner's metrics keep their own
     (`loss/critic`), the loop's columns go under `train/`."""
@@ -265,10 +278,11 @@ def _tag(name: str) -> str:
 
 
 def _spread(values: Sequence[float]) -> str:
-    """`mean+-std [min, max]` over the finite values (what the population bar shows)."""
+    """`mean+-std [min, max]` over the finite values (what the population bar shows); a dash
+    where there are none."""
     finite = [v for v in values if math.isfinite(v)]
     if not finite:
-        return "nan"
+        return "-"
     mean = sum(finite) / len(finite)
     std = (sum((v - mean) ** 2 for v in finite) / len(finite)) ** 0.5
     return f"{mean:.1f}+-{std:.1f} [{min(finite):.0f}, {max(finite):.0f}]"

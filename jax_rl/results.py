@@ -55,6 +55,7 @@ import numpy as np
 
 from jax_rl import cluster, plot
 from jax_rl.envs import playground
+from jax_rl.logger import scratch_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = ("TD3", "SAC", "MPO")
@@ -340,6 +341,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"learner {learner!r}: choose from {', '.join(LEARNERS)}")
     if args.seeds < 1 or args.steps < 1:
         parser.error("--seeds and --steps must be positive")
+    if args.out is None and args.steps < suite.steps:  # never a docs/ table of a short run
+        args.out = scratch_folder(
+            "results", f"--steps {args.steps} is below the table's {suite.steps}"
+        )
     if args.out is None:
         args.out = ROOT / "docs" / "results" / f"{suite.out_stem}{args.steps // 1000}k"
     return args

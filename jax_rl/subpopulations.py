@@ -6,7 +6,8 @@
 The agents are those one run would train (`population.expand`: the seeds and swept
 values, setting-major), split into consecutive sub-populations of `--agents_per_worker`
 agents. Each is a Ray task (`jax_rl.cluster`) that trains its agents as one vmapped
-program, as a run of its own would (`driver.train_part`), and the driver writes one
+program, as a run of its own would (the driver's `run_part`, which the driver hands in
+with the settings: this module never imports the driver), and the driver writes one
 ranking over all agents when the last has finished.
 
 Under the run's folder: each agent's folder, as one run writes it; per sub-population
@@ -26,8 +27,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jax_rl import cli, cluster, driver
+from jax_rl import cli, cluster
 from jax_rl.population import AgentSpec
+
+# The driver's settings of a run (`driver.Settings`) and its entry point's backend
+# (`driver.Backend`): the driver is the floor above, so they are only named here.
+Settings = Any
+Backend = Any
+# driver.run_part(build_parser, backend, argv, indices, top, part_dir, agent_dirs, say) -> exit
+# code: resolve the run's settings in a worker and train the agents `indices`.
+RunPart = Callable[..., int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +47,7 @@ class EntryPoint:
     backend: str  # "DMControlBackend"
 
     @classmethod
-    def of(cls, backend: driver.Backend) -> EntryPoint:
+    def of(cls, backend: Backend) -> EntryPoint:
         module = type(backend).__module__
         if module == "__main__":  # `python jax_rl/main_*.py`: the module by its file's name
             module = f"jax_rl.{Path(sys.modules['__main__'].__file__ or '').stem}"
@@ -67,9 +76,10 @@ def part_name(agents: Sequence[AgentSpec]) -> str:
 
 
 def train_on_ray(
-    s: driver.Settings, backend: driver.Backend, argv: Sequence[str], name: str
+    s: Settings, backend: Backend, argv: Sequence[str], name: str, run_part: RunPart
 ) -> int:
-    """The run as Ray tasks, one per sub-population; the exit code (1 if any failed)."""
+    """The run as Ray tasks, one per sub-population, each trained by `run_part` in its
+    worker; the exit code (1 if any failed)."""
     args, agents, policy = s.args, s.agents, s.args.policy
     top = check_folder(args, name)
     cluster.connect(args.address)
@@ -95,7 +105,7 @@ def train_on_ray(
             gpus=gpus,
             kill_at_step=cluster.kill_at_step_of(key),
         )
-        payload = (entry, worker_argv, [a.index for a in part], top)
+        payload = (entry, worker_argv, [a.index for a in part], top, run_part)
         submissions.append(cluster.Submission(job, train_part_in_worker, payload))
     print(
         f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
@@ -162,8 +172,8 @@ def _final(summary: dict[str, Any]) -> float:
 
 
 def write_run(
-    s: driver.Settings,
-    backend: driver.Backend,
+    s: Settings,
+    backend: Backend,
     top: Path,
     results: Sequence[PartResult],
     parts: Sequence[Sequence[AgentSpec]],
@@ -209,10 +219,11 @@ def train_part_in_worker(
     argv: Sequence[str],
     indices: Sequence[int],
     top: Path,
+    run_part: RunPart,
 ) -> PartResult:
     """A sub-population as a Ray task: the agents `indices` of the run `argv` describes,
-    trained in this worker process (a lost worker is a lost run, which Ray retries and
-    which continues from the part's checkpoint)."""
+    trained in this worker process by `run_part` (a lost worker is a lost run, which Ray
+    retries and which continues from the part's checkpoint)."""
 
     def work(say: Callable[[str], None]) -> PartResult:
         import importlib
@@ -226,12 +237,11 @@ def train_part_in_worker(
         agent_dirs: list[Path] = []
 
         def run() -> int:
-            s = driver.resolve_settings(module.build_parser(), backend, list(argv))
-            part = dataclasses.replace(s, agents=[s.agents[i] for i in indices])
-            folders = [a.folder(s.args.policy) for a in part.agents]
-            agent_dirs.extend(top / folder for folder in folders)
-            say(f"agents {', '.join(folders)} (log: {job.log})")
-            return driver.train_part(part, backend, part_dir, agent_dirs)
+            def tell(text: str) -> None:
+                say(f"{text} (log: {job.log})")
+
+            args = (module.build_parser, backend, argv, indices, top, part_dir, agent_dirs, tell)
+            return run_part(*args)
 
         code = cluster.exit_code(run)
         return read_part(part_dir, agent_dirs) if code == 0 else PartResult(code, {}, [], {})

@@ -13,11 +13,20 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from jax_rl.driver import Outcome
 from jax_rl.envs import HostEnv
 
 # An agent's evaluation environment is seeded apart from its training one.
 EVAL_SEED_OFFSET = 10_000
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a trainer's training hands back to the driver (`jax_rl.driver`)."""
+
+    evaluations: list[list[dict[str, float]]]  # per agent, one row per evaluation
+    per_agent: list[dict[str, Any]]  # extra fields of each agent's summary.json
+    overall: dict[str, Any]  # extra fields of a population's summary.json
+    note: str = ""  # appended to the final line, e.g. the uniform random policy's return
 
 
 @dataclasses.dataclass

@@ -135,7 +135,13 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
             "critic_blocks must be an integer >= 1",
         ),
         (["--policy", "MPO", "--actor_blocks", "-1"], "actor_blocks must be an integer >= 1"),
-        (["--critic_network", "resnet"], "critic_network must be one of mlp, simba"),
+        (["--critic_network", "resnet"], "critic_network must be one of mlp, simba, simbav2"),
+        (
+            ["--policy", "MPO", "--actor_network", "simbav2", "--hidden_sizes", "64,32"],
+            "actor_network simbav2 takes one width",
+        ),
+        (["--crossq", "--actor_network", "simbav2"], "crossq builds its own BatchRenorm networks"),
+        (["--policy", "SAC", "--scale_rewards", "sometimes"], "expected true or false"),
         (
             ["--critic_network", "simba", "--critic_hidden_sizes", "0"],
             "critic_hidden_sizes must be positive integers",
@@ -385,3 +391,41 @@ def test_sigterm_writes_a_checkpoint_and_exits_143(tmp_path):
     assert 100 <= step < 100_000
     checkpoints = sorted(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
     assert checkpoints[-1] == step
+
+
+@pytest.mark.parametrize("entry", ["main_dm_control", "main_gym", "main_brax"])
+def test_help_groups_the_flags_and_shows_each_default_once(entry):
+    """--help: the environment, the run, and the learner's flags for the --policy given
+    only (each with that learner's default); without --policy, how to see them."""
+    import importlib
+    import re
+
+    from jax_rl import cli
+
+    module = importlib.import_module(f"jax_rl.{entry}")
+    pages = {}
+    for policy in (None, "TD3", "SAC", "MPO"):
+        argv = ["--help"] if policy is None else ["--policy", policy, "--help"]
+        parser = module.build_parser()
+        cli.focus_help(parser, argv)
+        pages[policy] = parser.format_help()
+    for policy, page in pages.items():
+        headings = [line for line in page.splitlines() if line.endswith(":") and line[0] != " "]
+        assert headings == [
+            "the environment:",
+            "the run: steps, evaluation, saving, resuming, engine:",
+            "the learner:"
+            if policy is None
+            else f"the learner: {policy} (jax_rl/algos/{(policy or '').lower()}.py):",
+        ], headings
+        entries = re.split(r"\n  (?=-)", page)
+        assert all(entry.count("(default") <= 1 for entry in entries), page
+        assert "(default: None)" not in page
+    assert "--policy SAC --help" in pages[None] and "--critic_lr" not in pages[None]
+    assert "--dual_solver" in pages["MPO"] and "--dual_solver" not in pages["SAC"]
+    assert "--alpha_lr" in pages["SAC"] and "--policy_noise" not in pages["SAC"]
+    assert "target entropy per action dimension" in pages["SAC"]
+    assert re.search(r"--layer_init.*\n.*\n?.*\(default: lecun\)", pages["SAC"])
+    assert re.search(r"--layer_init.*\n.*\n?.*\(default: pytorch\)", pages["TD3"])
+    # About a screen per page: the 263-line page of session 28 is gone.
+    assert len(pages[None].splitlines()) < 100 and len(pages["SAC"].splitlines()) < 180

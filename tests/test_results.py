@@ -340,3 +340,19 @@ def test_a_run_with_other_settings_or_steps_is_not_adopted(tmp_path, capsys):
     assert adopt(tmp_path, run, "--steps", "50000") == 2
     assert "not a finished run of 3 agents x 50000 steps" in capsys.readouterr().err
     assert not (tmp_path / "dmc100k").exists()
+
+
+def test_fewer_steps_than_the_table_never_write_under_docs(tmp_path, monkeypatch, capsys):
+    """A short build goes to a temporary folder it names unless --out says where; the full
+    size keeps the committed folder."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    short = results.parse_args(["--tasks", "cartpole-swingup", "--steps", "1000"])
+    assert short.out.parent == tmp_path and short.out.name.startswith("jax_rl-results-")
+    assert f"--steps 1000 is below the table's 100000: writing to {short.out}" in (
+        capsys.readouterr().err
+    )
+    chosen = results.parse_args(["--steps", "1000", "--out", str(tmp_path / "mine")])
+    assert chosen.out == tmp_path / "mine"
+    assert results.parse_args([]).out == ROOT / "docs" / "results" / "dmc100k"

@@ -1,5 +1,7 @@
 import json
+import tempfile
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -64,11 +66,24 @@ def test_compiled_flops_counts_a_matmul():
     assert flops is None or abs(flops - 2 * 64 * 32 * 16) / (2 * 64 * 32 * 16) < 0.1
 
 
-def test_quick_benchmark_writes_valid_json(tmp_path):
+def docs_snapshot():
+    """(path, size, modification time) of every file under docs/."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    return {(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in docs.rglob("*")}
+
+
+def test_quick_benchmark_writes_valid_json_to_a_temporary_folder(tmp_path, monkeypatch, capsys):
     # MPO alone covers the variants (one row per dual solver, one in the returns
     # configuration, with n-step transitions) and, on the Brax
     # pipeline, the host solver's pure_callback inside a compiled chunk.
-    assert benchmark.main(["--quick", "--policies", "MPO", "--out", str(tmp_path)]) == 0
+    # Without --out, --quick writes to a fresh temporary folder it names, never docs/.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = docs_snapshot()
+    assert benchmark.main(["--quick", "--policies", "MPO"]) == 0
+    assert docs_snapshot() == before
+    (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("jax_rl-bench-")]
+    assert f"--quick: writing to {folder}" in capsys.readouterr().err
+    tmp_path = folder
     payload = json.loads((tmp_path / "host.json").read_text())
     rows = {row["policy"]: row for row in payload["host_loop"]}
     labels = {"MPO (scipy)", "MPO (newton)", "MPO (adam)", benchmark.MPO_RETURNS_LABEL}
