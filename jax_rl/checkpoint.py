@@ -61,28 +61,34 @@ def describe_leaves(tree: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _manager(directory: Path, create: bool) -> Any:
+def _manager(directory: Path, create: bool, owner: bool = False) -> Any:
     # Imported here: orbax is slow to import and most commands never checkpoint.
     import orbax.checkpoint as ocp
 
     # Orbax reports every save at INFO level through absl; keep the run's output readable.
     logging.getLogger("absl").setLevel(logging.WARNING)
+    # The run that owns the folder removes the temporary folder of a save that was killed
+    # midway when it resumes (jax_rl.chaos counts that none is left); a reader (evaluating
+    # a run that is still training) must not: that folder may be a save in progress.
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=2, enable_async_checkpointing=False, create=create
-    )
+        max_to_keep=2, enable_async_checkpointing=False, create=create,
+        cleanup_tmp_directories=owner,
+    )  # fmt: skip
     return ocp.CheckpointManager(directory.absolute(), options=options, item_names=(ARRAYS, META))
 
 
 class Checkpointer:
     """Saves and restores the full state of one run under `directory`."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, owner: bool = False) -> None:
+        """`owner`: the run writing this folder (it clears a killed save's leftovers)."""
         self.directory = Path(directory)
+        self.owner = owner
         self._mgr: Any = None
 
     def _get_manager(self) -> Any:
         if self._mgr is None:
-            self._mgr = _manager(self.directory, create=True)
+            self._mgr = _manager(self.directory, create=True, owner=self.owner)
         return self._mgr
 
     def latest_step(self) -> int | None:
@@ -246,15 +252,27 @@ def _check_leaves(stored: list[dict[str, Any]], expected: list[dict[str, Any]]) 
             )
 
 
-def check_same_run(stored: dict[str, Any], current: dict[str, Any], may_differ: set[str]) -> None:
+def check_same_run(
+    stored: dict[str, Any],
+    current: dict[str, Any],
+    may_differ: set[str],
+    defaults: dict[str, Any] | None = None,
+) -> None:
     """Refuse to resume when a setting other than those in `may_differ` changed.
 
-    `stored` and `current` map setting names (as flags) to values.
+    `stored` and `current` map setting names (as flags) to values. A setting the stored
+    identity lacks (added to the library after the checkpoint was written) counts as its
+    value in `defaults`, the value every run had before it existed.
     """
+    defaults = defaults or {}
+
+    def was(name: str) -> Any:
+        return stored[name] if name in stored else defaults.get(name)
+
     changed = [
-        f"{name}: checkpoint has {stored.get(name)!r}, this run {current.get(name)!r}"
+        f"{name}: checkpoint has {was(name)!r}, this run {current.get(name)!r}"
         for name in sorted(set(stored) | set(current))
-        if name not in may_differ and _plain(stored.get(name)) != _plain(current.get(name))
+        if name not in may_differ and _plain(was(name)) != _plain(current.get(name))
     ]
     if changed:
         raise CheckpointError(

@@ -29,10 +29,19 @@ DEFAULT_CHECKPOINT_EVERY = 10_000
 T = TypeVar("T")
 
 
+class UsageError(SystemExit):
+    """A bad flag or value: exit code 2 for a command, a ValueError for `jax_rl.train`
+    (its one-line `message`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
 def fail(message: str) -> NoReturn:
-    """Print `error: message` to stderr and exit with code 2."""
+    """Print `error: message` to stderr and exit with code 2 (`UsageError`)."""
     print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(EXIT_USAGE)
+    raise UsageError(message)
 
 
 def _parse_sizes(text: str) -> tuple[int, ...]:
@@ -257,8 +266,25 @@ def save_dir_of(args: argparse.Namespace, run_name: str) -> Path:
     return save_dir
 
 
-def run_control(args: argparse.Namespace, save_dir: Path, identity: dict[str, Any]) -> Any:
-    """The loops' RunControl for these flags, after checking any checkpoint in `save_dir`.
+def identity_defaults(loop_config: Any, algo_config: Any) -> dict[str, Any]:
+    """Every loop and learner setting's default (`run_identity`'s names): what a checkpoint
+    written before a setting existed ran with."""
+    return {
+        f.name: f.default
+        for config in (loop_config, algo_config)
+        for f in dataclasses.fields(config)
+        if f.default is not dataclasses.MISSING
+    }
+
+
+def run_control(
+    args: argparse.Namespace,
+    save_dir: Path,
+    identity: dict[str, Any],
+    defaults: dict[str, Any] | None = None,
+) -> Any:
+    """The loops' RunControl for these flags, after checking any checkpoint in `save_dir`
+    (`defaults`: `identity_defaults`, for checkpoints older than a setting).
 
     Refuses (exit 2): resuming without a readable checkpoint or with other
     settings; starting afresh over a folder that holds a run's checkpoints.
@@ -266,7 +292,7 @@ def run_control(args: argparse.Namespace, save_dir: Path, identity: dict[str, An
     from jax_rl.checkpoint import Checkpointer, CheckpointError, check_same_run
     from jax_rl.loops.common import RunControl
 
-    checkpointer = Checkpointer(save_dir / "checkpoints")
+    checkpointer = Checkpointer(save_dir / "checkpoints", owner=True)
     try:
         control = RunControl(
             checkpointer,
@@ -275,6 +301,7 @@ def run_control(args: argparse.Namespace, save_dir: Path, identity: dict[str, An
             resume=args.resume is not None,
             identity=identity,
             may_differ=MAY_DIFFER_ON_RESUME,
+            defaults=defaults or {},
             kill_at=_kill_at_step(),
         )
         latest = checkpointer.latest_step()
@@ -282,7 +309,7 @@ def run_control(args: argparse.Namespace, save_dir: Path, identity: dict[str, An
             if latest is None:
                 fail(f"--resume {args.resume}: no complete checkpoint in {checkpointer.directory}")
             meta = checkpointer.read_meta()
-            check_same_run(meta.get("identity", {}), identity, set(MAY_DIFFER_ON_RESUME))
+            check_same_run(meta.get("identity", {}), identity, set(MAY_DIFFER_ON_RESUME), defaults)
         elif latest is not None:
             fail(
                 f"{save_dir} holds the checkpoints of an earlier run (step {latest}); pass "

@@ -303,8 +303,21 @@ def resolve_settings(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """What a run ended with: its exit code and its folder (None if it never got one)."""
+
+    code: int
+    save_dir: Path | None
+
+
 def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Backend) -> int:
-    """Run an entry point: see the module docstring."""
+    """Run an entry point (see the module docstring); its exit code."""
+    return run(argv, parser, backend).code
+
+
+def run(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Backend) -> Finished:
+    """Parse, check, train and report a run (`main`, and `jax_rl.train` from Python)."""
     from jax_rl import quiet, video
 
     given = sys.argv[1:] if argv is None else list(argv)
@@ -323,7 +336,8 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
         from jax_rl import subpopulations
 
         given_argv = sys.argv[1:] if argv is None else argv
-        return subpopulations.train_on_ray(s, backend, given_argv, name, run_part)
+        code = subpopulations.train_on_ray(s, backend, given_argv, name, run_part)
+        return Finished(code, cli.save_dir_of(args, name).absolute())
     trainer, save_dir, control = prepare(s, backend, name)
     print(
         f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
@@ -347,14 +361,15 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
                 file=sys.stderr,
                 flush=True,
             )
-    return train(s, backend, trainer, save_dir, control)
+    return Finished(train(s, backend, trainer, save_dir, control), save_dir)
 
 
 def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, Any]:
     """Open the environments; check the replay fits and any checkpoint (exit 2 if not)."""
     trainer = open_trainer(s, backend)
     save_dir = cli.save_dir_of(s.args, name)
-    return trainer, save_dir, cli.run_control(s.args, save_dir, identity_of(s, backend))
+    defaults = cli.identity_defaults(s.loop_config, s.algo_config)
+    return trainer, save_dir, cli.run_control(s.args, save_dir, identity_of(s, backend), defaults)
 
 
 def open_trainer(s: Settings, backend: Backend) -> Trainer:
@@ -419,7 +434,8 @@ def train_part(s: Settings, backend: Backend, part_dir: Path, agent_dirs: Sequen
     trainer = open_trainer(s, backend)
     # The part's own agents in its identity: no part continues another's checkpoint.
     identity = {**identity_of(s, backend), "agents": [a.index for a in s.agents]}
-    control = cli.run_control(s.args, part_dir, identity)
+    defaults = cli.identity_defaults(s.loop_config, s.algo_config)
+    control = cli.run_control(s.args, part_dir, identity, defaults)
     return train(s, backend, trainer, part_dir, control, agent_dirs)
 
 

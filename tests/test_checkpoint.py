@@ -82,6 +82,14 @@ def test_settings_that_changed_are_listed():
     )
     with pytest.raises(CheckpointError, match="policy: checkpoint has 'SAC', this run 'TD3'"):
         check_same_run(stored, {**stored, "policy": "TD3"}, set())
+    # A setting newer than the checkpoint: the run had its default then; only another
+    # value is a change.
+    newer = {**stored, "scale_rewards": False}
+    check_same_run(stored, newer, set(), defaults={"scale_rewards": False})
+    with pytest.raises(CheckpointError, match="scale_rewards: checkpoint has False, this run True"):
+        check_same_run(stored, {**newer, "scale_rewards": True}, set(), {"scale_rewards": False})
+    with pytest.raises(CheckpointError, match="scale_rewards: checkpoint has None"):
+        check_same_run(stored, newer, set())  # no default known: a change
 
 
 def test_all_finite():

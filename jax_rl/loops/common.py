@@ -133,6 +133,8 @@ class RunControl:
     resume: bool = False
     identity: dict[str, Any] = dataclasses.field(default_factory=dict)
     may_differ: frozenset[str] = frozenset({"max_timesteps"})
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """each setting's default, for a checkpoint written before the setting existed"""
     kill_at: int | None = None
     """fault injection for tests: SIGKILL this process right after step `kill_at`'s checkpoint
     work (set by the CLIs from the JAX_RL_KILL_AT_STEP environment variable)"""
@@ -156,7 +158,7 @@ class RunControl:
         """The newest checkpoint, shaped like `template_for(its meta)`, after checking that
         it belongs to this run; and its meta."""
         meta = self.checkpointer.read_meta()
-        check_same_run(meta["identity"], self.identity, set(self.may_differ))
+        check_same_run(meta["identity"], self.identity, set(self.may_differ), self.defaults)
         restored, meta = self.checkpointer.restore(template_for(meta), step=meta["step"])
         self.last_saved = meta["step"]
         return restored, meta
