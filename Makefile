@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint chaos bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -25,6 +25,12 @@ lint: init
 	$(BIN)/ruff check jax_rl tests
 	$(BIN)/ruff format --check jax_rl tests
 	$(BIN)/mypy
+
+# Faults survived: a run SIGKILLed at random moments (20 kills on the host loop, 10 on the
+# device loop), resumed each time, must end bitwise equal to the run left alone; writes
+# docs/benchmarks/chaos.md (about 25 minutes on 2 cores; nothing else running).
+chaos: init
+	$(BIN)/python -m jax_rl.chaos
 
 # Seconds per 1000 training steps per learner; writes docs/benchmarks/.
 bench: init
