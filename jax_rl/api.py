@@ -28,13 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-# Task prefix -> (entry point module, Backend class, flag building the task from its name).
-BACKENDS = {
-    "dm_control": ("jax_rl.main_dm_control", "DMControlBackend"),
-    "gymnasium": ("jax_rl.main_gym", "GymnasiumBackend"),
-    "brax": ("jax_rl.main_brax", "BraxBackend"),
-    "playground": ("jax_rl.main_brax", "BraxBackend"),
-}
+from jax_rl.saved import ENTRY_POINTS
+
+# Task prefix -> (entry point module, its Backend class): the table `jax_rl.saved` opens
+# run folders with, one per env_backend.
+BACKENDS = ENTRY_POINTS
 
 
 @dataclasses.dataclass
