@@ -144,7 +144,9 @@ class Checkpointer:
         step = self._require_step(step)
         meta = self.read_meta(step)
         expected = describe_leaves(template)
-        _check_leaves(meta["leaves"], expected)
+        stored = meta["leaves"]
+        newer = _newer_settings({d["path"] for d in stored}, expected, template)
+        _check_leaves(stored, [d for i, d in enumerate(expected) if i not in newer])
         # Onto one local device, whatever the layout at saving time (a population may have
         # been split over devices that this machine does not have); the loops lay it out.
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
@@ -152,7 +154,7 @@ class Checkpointer:
             f"{i:05d}": jax.ShapeDtypeStruct(
                 tuple(d["shape"]), jnp.dtype(d["dtype"]), sharding=device
             )
-            for i, d in enumerate(expected)
+            for i, d in enumerate(stored)
         }
         try:
             restored = self._get_manager().restore(
@@ -161,9 +163,13 @@ class Checkpointer:
         except Exception as e:
             raise self._unreadable(step, e) from None
         _, template_leaves = _leaves(template)
-        leaves = []
+        leaves, position = [], 0
         for i, like in enumerate(template_leaves):
-            value = jnp.asarray(restored[f"{i:05d}"])
+            if i in newer:  # a setting the checkpoint predates: the run's own value
+                leaves.append(jnp.asarray(like))
+                continue
+            value = jnp.asarray(restored[f"{position:05d}"])
+            position += 1
             if _is_key(like):
                 value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(like))
             leaves.append(value)
@@ -184,9 +190,15 @@ class Checkpointer:
         position = {d["path"]: i for i, d in enumerate(meta["leaves"])}
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
         abstract: dict[str, Any] = {}
-        wanted = []
-        for d in describe_leaves(template):
+        wanted: list[int | None] = []
+        expected = describe_leaves(template)
+        inside = {p[len(prefix) :] for p in position if p.startswith(prefix)}
+        newer = _newer_settings(inside, expected, template)
+        for k, d in enumerate(expected):
             i = position.get(prefix + d["path"])
+            if k in newer:
+                wanted.append(None)
+                continue
             if i is None:
                 raise CheckpointError(
                     f"checkpoint {self.directory / str(step)} holds no {prefix}{d['path']}: "
@@ -212,6 +224,9 @@ class Checkpointer:
         _, template_leaves = _leaves(template)
         leaves = []
         for i, like in zip(wanted, template_leaves, strict=True):
+            if i is None:  # a setting the checkpoint predates: the template's value
+                leaves.append(jnp.asarray(like))
+                continue
             value = jnp.asarray(restored[f"{i:05d}"])
             if _is_key(like):
                 value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(like))
@@ -236,6 +251,26 @@ class Checkpointer:
         if latest is None:
             raise CheckpointError(f"no complete checkpoint in {self.directory}")
         return latest if step is None else step
+
+
+# A learner's settings are leaves of its state (`<...>.config.<name>`); a setting added to
+# the library after a checkpoint was written is a leaf the checkpoint lacks.
+_SETTING = (".config.", "['config'][")
+
+
+def _newer_settings(stored: set[str], expected: list[dict[str, Any]], template: Any) -> set[int]:
+    """The indices of `expected` that are settings newer than the checkpoint (paths not in
+    `stored`). Those take the template's values: the run's settings, which for a setting
+    the checkpoint predates are its default (`check_same_run` allows only that). Only a
+    template of real values can give them; other differences are left to `_check_leaves`."""
+    newer = {
+        i
+        for i, d in enumerate(expected)
+        if d["path"] not in stored and any(mark in d["path"] for mark in _SETTING)
+    }
+    if newer and any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in _leaves(template)[1]):
+        return set()
+    return newer
 
 
 def _check_leaves(stored: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:

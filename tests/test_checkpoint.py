@@ -3,6 +3,8 @@
 Exact resumption after SIGKILL, through the entry points, is in test_cli.py.
 """
 
+import dataclasses
+
 import flax.serialization
 import jax
 import jax.numpy as jnp
@@ -61,6 +63,36 @@ def test_other_shapes_are_refused_with_the_leaf_named(tmp_path):
         ckpt.restore({"critic": jnp.zeros((4, 5))})
     with pytest.raises(CheckpointError, match="holds 1 arrays, this run has 2"):
         ckpt.restore({"critic": jnp.zeros((4, 3)), "extra": jnp.zeros(2)})
+
+
+def traced(config) -> dict:
+    """A Config's traced settings, the leaves a learner's state holds, by name."""
+    fields = dataclasses.fields(config)
+    return {f.name: getattr(config, f.name) for f in fields if f.metadata.get("pytree_node", True)}
+
+
+def test_a_setting_newer_than_the_checkpoint_takes_the_runs_value(tmp_path):
+    """A checkpoint of a learner written before its Config gained two traced settings (as
+    TD3 gained encoder_lr and lap_alpha) restores into today's state: every stored leaf
+    from the checkpoint, the two settings from the template (the run's defaults)."""
+    old = td3.init(jax.random.key(0), 3, 2, td3.Config(hidden_sizes=(8,)))
+    config = {k: v for k, v in traced(old.config).items() if k not in ("encoder_lr", "lap_alpha")}
+    saved = {"agent": {"params": old.actor_params, "config": config}}
+    ckpt = Checkpointer(tmp_path / "c")
+    ckpt.save(1, saved, {})
+    fresh = td3.init(jax.random.key(1), 3, 2, td3.Config(hidden_sizes=(8,)))
+    template = {"agent": {"params": fresh.actor_params, "config": traced(fresh.config)}}
+    restored, _ = ckpt.restore(template)
+    for x, y in zip(jax.tree_util.tree_leaves(restored["agent"]["params"]),
+                    jax.tree_util.tree_leaves(old.actor_params), strict=True):  # fmt: skip
+        np.testing.assert_array_equal(x, y)
+    assert float(restored["agent"]["config"]["lap_alpha"]) == pytest.approx(0.4)
+    assert float(restored["agent"]["config"]["encoder_lr"]) == pytest.approx(3e-4)
+    part = Checkpointer(tmp_path / "c").restore_part(template["agent"], "['agent']")
+    assert float(part["config"]["lap_alpha"]) == pytest.approx(0.4)
+    # Any other leaf the checkpoint lacks is still refused.
+    with pytest.raises(CheckpointError, match="this run has"):
+        ckpt.restore({"agent": {**template["agent"], "more": jnp.zeros(2)}})
 
 
 def test_a_corrupt_checkpoint_is_an_error_not_a_traceback(tmp_path):
