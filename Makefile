@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint chaos bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint chaos soak bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -31,6 +31,11 @@ lint: init
 # docs/benchmarks/chaos.md (about 25 minutes on 2 cores; nothing else running).
 chaos: init
 	$(BIN)/python -m jax_rl.chaos
+
+# SAC on the host loop for 1M steps, resident memory and s / 1000 steps every 50k; writes
+# docs/benchmarks/soak.md (about 1.5-2.5 hours on 2 cores; nothing else running).
+soak: init
+	$(BIN)/python -m jax_rl.soak
 
 # Seconds per 1000 training steps per learner; writes docs/benchmarks/.
 bench: init
