@@ -36,8 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from jax_rl import algos, population, timing
+from jax_rl import replay as replay_lib
 from jax_rl.algos import mpo
 from jax_rl.envs import HostEnv
 from jax_rl.envs.brax import BraxEnv
@@ -176,13 +179,47 @@ def critic_variants(name: str) -> list[tuple[str, dict[str, Any]]]:
     return [(name, {}), *[(f"{name} {label}", o) for label, o in CRITIC_VARIANTS]]
 
 
+# TD7's parts (`--preset td7`, `--preset sac-sale`): the Config fields those presets set
+# beyond the defaults (encoders 256-256, embeddings of 256 are the defaults).
+SALE_LAP_OVERRIDES: dict[str, Any] = {"representation": "sale", "replay": "lap"}
+TD7_OVERRIDES: dict[str, Any] = {**SALE_LAP_OVERRIDES, "target_every": 250, "clip_values": True}
+REPRESENTATION_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
+    "TD3": ("TD7 (TD3 + SALE + LAP, --preset td7)", TD7_OVERRIDES),
+    "SAC": ("SAC + SALE + LAP (--preset sac-sale)", SALE_LAP_OVERRIDES),
+}
+
+
 def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
     """(row label, overrides) for learner `name`: MPO once per dual solver, then in
-    its returns configuration. Overrides are Config fields, and n_step for the loop."""
+    its returns configuration; TD3 and SAC, then with TD7's SALE and LAP. Overrides are
+    Config fields, and n_step for the loop."""
     if name == "MPO":
         rows = [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
         return [*rows, (MPO_RETURNS_LABEL, dict(MPO_RETURNS_OVERRIDES))]
+    if name in REPRESENTATION_ROWS:
+        return [(name, {}), REPRESENTATION_ROWS[name]]
     return [(name, {})]
+
+
+def time_lap_sampling(capacity: int, batch_size: int = 256, repeats: int = 200) -> dict[str, float]:
+    """Milliseconds per batch of `batch_size` rows drawn from a full buffer of `capacity`
+    rows: by priority (LAP: a cumulative sum and binary searches) and uniformly, each a
+    jitted call timed `repeats` times (median)."""
+    priority = jax.random.uniform(jax.random.key(0), (capacity,), minval=1.0, maxval=3.0)
+    size = jnp.int32(capacity)
+    by_priority = jax.jit(lambda k, p: replay_lib.sample_rows(k, size, batch_size, p))
+    uniform = jax.jit(lambda k, p: replay_lib.sample_rows(k, size, batch_size))
+    out: dict[str, float] = {"capacity": capacity, "batch_size": batch_size}
+    for label, fn in (("prioritized_ms", by_priority), ("uniform_ms", uniform)):
+        keys = jax.random.split(jax.random.key(1), repeats + 1)
+        fn(keys[0], priority).block_until_ready()  # compile
+        times = []
+        for key in keys[1:]:
+            start = time.perf_counter()
+            fn(key, priority).block_until_ready()
+            times.append(time.perf_counter() - start)
+        out[label] = 1e3 * float(np.median(times))
+    return out
 
 
 def time_scipy_solve(agent: Any, batch: Any, repeats: int = 20) -> float:
@@ -688,7 +725,32 @@ def _bench_host(
         "matmul_flops_per_second": matmul,
         "host_loop": rows,
     }
-    _write(Path(args.out), stem, markdown(rows, info, settings, matmul), payload)
+    table = markdown(rows, info, settings, matmul)
+    if stem == "host" and any(n in REPRESENTATION_ROWS for n in names):
+        sizes = (1_000, 10_000) if args.quick else (100_000, 1_000_000)
+        print("timing LAP's prioritised sampling ...", file=sys.stderr, flush=True)
+        lap = [time_lap_sampling(n) for n in sizes]
+        payload["lap_sampling"] = lap
+        table += lap_markdown(lap)
+    _write(Path(args.out), stem, table, payload)
+
+
+def lap_markdown(rows: list[dict[str, float]]) -> str:
+    """The LAP sampling table under the host table."""
+    lines = [
+        "",
+        "## LAP: milliseconds per batch of 256 rows drawn by priority",
+        "",
+        "A full buffer; two levels of cumulative sums, over blocks of ~sqrt(rows / 256) rows "
+        "and inside the drawn blocks (`jax_rl.replay.sample_rows`), against the uniform "
+        "draw. Median of 200 jitted calls.",
+        "",
+        "| rows | by priority (ms) | uniform (ms) |",
+        "|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['capacity']:,} | {r['prioritized_ms']:.3f} | {r['uniform_ms']:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _bench_critics(args: argparse.Namespace, names: list[str], info: dict[str, Any]) -> int:

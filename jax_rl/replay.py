@@ -11,7 +11,9 @@ the caller's copy alive). `sample` draws uniform indices in [0, size).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+from typing import Any
 
 import flax.struct
 import jax
@@ -20,6 +22,9 @@ import jax.numpy as jnp
 from jax_rl.transition import Transition
 
 _BYTES_PER_FLOAT = 4
+# The metrics key under which a learner's update returns the new priorities [B] of the
+# rows it was given (prioritised replay); the loops take it out before summing metrics.
+PRIORITY_KEY = "replay/priority"
 # Leave room for everything else the process holds (parameters, XLA buffers,
 # the simulator): a buffer may take at most this fraction of free memory.
 _MAX_FRACTION_OF_FREE_MEMORY = 0.8
@@ -36,6 +41,7 @@ class ReplaySpec:
     capacity: int
     obs_size: int
     action_size: int
+    prioritized: bool = False
 
     def __post_init__(self) -> None:
         for name in ("capacity", "obs_size", "action_size"):
@@ -45,8 +51,9 @@ class ReplaySpec:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the arrays need: obs and next_obs, action, reward, discount."""
-        floats_per_row = 2 * self.obs_size + self.action_size + 2
+        """Bytes the arrays need: obs and next_obs, action, reward, discount (and the
+        priority when prioritised)."""
+        floats_per_row = 2 * self.obs_size + self.action_size + 2 + int(self.prioritized)
         return self.capacity * floats_per_row * _BYTES_PER_FLOAT
 
 
@@ -56,6 +63,10 @@ class ReplayState(flax.struct.PyTreeNode):
     data: Transition
     position: jax.Array  # int32 scalar: the next row to write.
     size: jax.Array  # int32 scalar: rows written so far, at most capacity.
+    # Prioritised replay only (else None): [capacity] float32, 0 where never written,
+    # and the largest priority written so far (new rows get it; starts at 1).
+    priority: jax.Array | None = None
+    max_priority: Any = None  # a jax.Array where priority is one
 
     @property
     def capacity(self) -> int:
@@ -112,7 +123,15 @@ def create(spec: ReplaySpec, free_bytes: int | None = None) -> ReplayState:
         discount=zeros(n),
         next_obs=zeros(n, spec.obs_size),
     )
-    return ReplayState(data=data, position=jnp.int32(0), size=jnp.int32(0))
+    if not spec.prioritized:
+        return ReplayState(data=data, position=jnp.int32(0), size=jnp.int32(0))
+    return ReplayState(
+        data=data,
+        position=jnp.int32(0),
+        size=jnp.int32(0),
+        priority=zeros(n),
+        max_priority=jnp.float32(1.0),
+    )
 
 
 def insert(state: ReplayState, batch: Transition) -> ReplayState:
@@ -127,22 +146,75 @@ def insert(state: ReplayState, batch: Transition) -> ReplayState:
         state.data,
         batch,
     )
-    return ReplayState(
+    priority = state.priority
+    if priority is not None:
+        new = jnp.broadcast_to(state.max_priority, (num_rows,))
+        priority = priority.at[rows].set(new, unique_indices=True)
+    return state.replace(
         data=data,
         position=(state.position + num_rows) % capacity,
         size=jnp.minimum(state.size + num_rows, capacity),
+        priority=priority,
     )
 
 
-def sample_rows(key: jax.Array, size: jax.Array, batch_size: int) -> jax.Array:
-    """`batch_size` row indices drawn uniformly, with replacement, from [0, size)."""
-    return jax.random.randint(key, (batch_size,), 0, jnp.maximum(size, 1))
+def sample_rows(
+    key: jax.Array, size: jax.Array, batch_size: int, priority: jax.Array | None = None
+) -> jax.Array:
+    """`batch_size` row indices drawn with replacement from [0, size): uniformly, or with
+    `priority` [capacity] (0 on rows never written) row i with probability p_i / sum p."""
+    if priority is None:
+        return jax.random.randint(key, (batch_size,), 0, jnp.maximum(size, 1))
+    # Two levels: the buffer as blocks of `width` rows; a cumulative sum over the blocks'
+    # totals picks each draw's block, a cumulative sum inside that block its row. Work
+    # ~ capacity / width + batch * width, least at width ~ sqrt(capacity / batch).
+    capacity = priority.shape[0]
+    width = block_width(capacity, batch_size)
+    blocks = priority.reshape(capacity // width, width)
+    cumulative = jnp.cumsum(blocks.sum(axis=1))
+    draws = jax.random.uniform(key, (batch_size,)) * cumulative[-1]
+    block = jnp.searchsorted(cumulative, draws, side="right")
+    block = jnp.minimum(block, cumulative.shape[0] - 1)  # u * total may round to the total
+    before = jnp.where(block > 0, cumulative[block - 1], 0.0)
+    inside = jnp.cumsum(blocks[block], axis=1)  # [B, width]
+    offset = jax.vmap(lambda c, u: jnp.searchsorted(c, u, side="right"))(inside, draws - before)
+    rows = (block * width + jnp.minimum(offset, width - 1)).astype(jnp.int32)
+    # Rounding may also land past the rows written; an empty buffer samples row 0.
+    return jnp.minimum(rows, jnp.maximum(size - 1, 0))
+
+
+def block_width(capacity: int, batch_size: int) -> int:
+    """The divisor of `capacity` nearest sqrt(capacity / batch_size) (prioritised sampling's
+    block width; 1 for a prime capacity, where sampling is one cumulative sum)."""
+    best = max(1.0, math.sqrt(capacity / batch_size))
+    divisors = [d for d in range(1, int(math.isqrt(capacity)) + 1) if capacity % d == 0]
+    divisors += [capacity // d for d in divisors]
+    return min(divisors, key=lambda d: (abs(math.log(d / best)), d))
+
+
+def sample_indexed(
+    state: ReplayState, key: jax.Array, batch_size: int
+) -> tuple[Transition, jax.Array]:
+    """Draw `batch_size` rows, with replacement, from the rows written (uniformly, or by
+    priority): (the rows' transitions, their indices [B])."""
+    rows = sample_rows(key, state.size, batch_size, state.priority)
+    return jax.tree_util.tree_map(lambda stored: stored[rows], state.data), rows
 
 
 def sample(state: ReplayState, key: jax.Array, batch_size: int) -> Transition:
-    """Draw `batch_size` rows uniformly, with replacement, from the rows written."""
-    rows = sample_rows(key, state.size, batch_size)
-    return jax.tree_util.tree_map(lambda stored: stored[rows], state.data)
+    """`sample_indexed` without the indices."""
+    return sample_indexed(state, key, batch_size)[0]
+
+
+def write_priorities(state: ReplayState, rows: jax.Array, priority: jax.Array) -> ReplayState:
+    """The buffer with rows [R] given priorities [R] (where a row repeats, one of its values
+    is kept) and the running maximum raised to them. A buffer without priorities: as is."""
+    if state.priority is None:
+        return state
+    return state.replace(
+        priority=state.priority.at[rows].set(priority),
+        max_priority=jnp.maximum(state.max_priority, priority.max()),
+    )
 
 
 def insert_population(state: ReplayState, rows: Transition) -> ReplayState:
@@ -159,10 +231,16 @@ def insert_population(state: ReplayState, rows: Transition) -> ReplayState:
         start = (0, state.position) + (0,) * (stored.ndim - 2)
         return jax.lax.dynamic_update_slice(stored, new, start)
 
-    return ReplayState(
+    priority = state.priority
+    if priority is not None:  # [P, capacity]; each agent's new row at its own maximum
+        priority = jax.lax.dynamic_update_slice(
+            priority, state.max_priority[:, None], (0, state.position)
+        )
+    return state.replace(
         data=jax.tree_util.tree_map(write, state.data, rows),
         position=(state.position + 1) % capacity,
         size=jnp.minimum(state.size + 1, capacity),
+        priority=priority,
     )
 
 
@@ -181,3 +259,26 @@ def gather_population(data: Transition, rows: jax.Array) -> Transition:
         return table[index].reshape(rows.shape + stored.shape[2:])
 
     return jax.tree_util.tree_map(take, data)
+
+
+def write_priorities_population(
+    state: ReplayState, rows: jax.Array, priority: jax.Array
+) -> ReplayState:
+    """`write_priorities` for a population's buffers (priority [P, capacity]; rows and
+    priority [P, B]): one scatter into the priorities seen as one [P * capacity] table,
+    which XLA does in place on a donated buffer."""
+    if state.priority is None:
+        return state
+    agents, capacity = state.priority.shape
+    index = (jnp.arange(agents, dtype=rows.dtype)[:, None] * capacity + rows).reshape(-1)
+    table = state.priority.reshape(-1).at[index].set(priority.reshape(-1))
+    return state.replace(
+        priority=table.reshape(agents, capacity),
+        max_priority=jnp.maximum(state.max_priority, priority.max(axis=1)),
+    )
+
+
+def split_priorities(metrics: dict) -> tuple[dict, jax.Array | None]:
+    """(the update's metrics without `PRIORITY_KEY`, the priorities it returned or None)."""
+    metrics = dict(metrics)
+    return metrics, metrics.pop(PRIORITY_KEY, None)

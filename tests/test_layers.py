@@ -20,7 +20,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "timing", "checkpoint", "population", "presets", "cluster", "trackers", "video",
             "plot", "logger", "envs", "envs.observation", "envs.brax", "envs.dm_control",
             "envs.gymnasium", "envs.probes", "envs.playground", "envs.point_mass",
-            "algos.categorical", "algos.common",
+            "algos.categorical", "algos.common", "algos.sale",
         },
     ),
     ("learners", {"algos", "algos.td3", "algos.sac", "algos.mpo"}),
@@ -32,7 +32,7 @@ FLOORS: list[tuple[str, set[str]]] = [
         "entry points, tools and the Python door (jax_rl.train)",
         {
             "jax_rl", "api", "main_dm_control", "main_gym", "main_brax", "evaluate", "render",
-            "results", "benchmark", "bench_peers", "gpu_check", "chaos",
+            "results", "benchmark", "bench_peers", "gpu_check", "chaos", "soak",
         },
     ),
 ]  # fmt: skip

@@ -123,8 +123,9 @@ def test_brax_only_benchmark_takes_the_sizes_given(tmp_path):
     assert not (tmp_path / "host.json").exists()  # the host loop (dm_control) was not timed
     payload = json.loads((tmp_path / "brax.json").read_text())
     assert payload["settings"]["num_envs"] == 8 and payload["settings"]["updates_per_step"] == 4
-    (row,) = payload["device_pipeline"]
+    row, td7 = payload["device_pipeline"]  # TD3, then TD3 with --preset td7's parts
     assert row["policy"] == "TD3" and row["num_envs"] == 8
+    assert td7["policy"].startswith("TD7") and td7["updates_per_second"] > 0
     assert row["updates_per_second"] / row["env_steps_per_second"] == pytest.approx(4 / 8)
 
 

@@ -238,6 +238,66 @@ def normalize_batch(state: Any, batch: Any) -> Any:
     )
 
 
+# --- Prioritised replay (LAP, Fujimoto et al., 2020): fields TD3 and SAC share -------
+
+REPLAYS = ("uniform", "lap")
+LAP_MIN_PRIORITY = 1.0
+
+
+def replay_field() -> Any:
+    return field(
+        "uniform",
+        "uniform, or lap (TD7's prioritised replay, Huber loss)",
+        static=True,
+    )
+
+
+def lap_alpha_field() -> Any:
+    return field(0.4, "LAP's priority exponent alpha, in (0, 1]")
+
+
+def check_replay(config: Any) -> None:
+    """Raise ValueError for an unknown replay, lap_alpha outside (0, 1], or LAP with a
+    categorical critic (whose loss is no TD error)."""
+    name = type(config).__module__.rsplit(".", 1)[-1].upper()
+    if config.replay not in REPLAYS:
+        raise ValueError(
+            f"{name} replay must be one of {', '.join(REPLAYS)}, got {config.replay!r}"
+        )
+    alpha = config.lap_alpha
+    if is_concrete_number(alpha) and not 0 < alpha <= 1:
+        raise ValueError(f"{name} lap_alpha must be in (0, 1], got {alpha}")
+    if config.replay == "lap" and config.critic != "scalar":
+        raise ValueError(f"{name} replay lap takes the scalar critic, got critic {config.critic!r}")
+
+
+def td_loss(
+    q: jax.Array, target: jax.Array, config: Any, scale: float
+) -> tuple[jax.Array, jax.Array | None]:
+    """The critics' loss on q [E, B] against target [B] (a constant) and, with LAP, the
+    new priorities [B] of the rows.
+
+    Uniform replay: scale * sum_E mean_B delta^2. LAP: sum_E mean_B Huber(delta) (0.5 d^2
+    below |d| = 1, |d| - 0.5 above: the loss whose expectation under priority sampling has
+    the gradient of the mean squared error; the paper's Lemma), and priorities
+    max(max_E |delta|, 1)^lap_alpha.
+    """
+    delta = q - target[None]
+    if config.replay != "lap":
+        return scale * (delta**2).mean(axis=1).sum(), None
+    size = jnp.abs(delta)
+    huber = jnp.where(size < LAP_MIN_PRIORITY, 0.5 * delta**2, LAP_MIN_PRIORITY * (size - 0.5))
+    priority = jnp.maximum(size.max(axis=0), LAP_MIN_PRIORITY) ** config.lap_alpha
+    return huber.mean(axis=1).sum(), jax.lax.stop_gradient(priority)
+
+
+def with_priority(metrics: dict, priority: jax.Array | None) -> dict:
+    """The update's metrics, with the new priorities of its rows where it has them."""
+    from jax_rl.replay import PRIORITY_KEY
+
+    return metrics if priority is None else {**metrics, PRIORITY_KEY: priority}
+
+
 # --- Network families (`jax_rl.networks.body`): fields every learner shares ----------
 
 

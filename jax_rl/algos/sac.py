@@ -32,6 +32,13 @@ batch statistics, and the target is that pass's second half without gradient:
     y = r + gamma * d * (min_i sg(Q_i(s', a')) - alpha * log pi(a'|s'))
 The actor's loss reads the critics with their running statistics while the actor
 runs in training mode; `policy_freq` 3 delays actor and temperature as published.
+
+SALE and LAP (TD7's parts, `--preset sac-sale`; no published recipe combines them with
+SAC): `representation = "sale"` (`jax_rl.algos.sale`) trains the encoders first in
+each update; actor and critics read the fixed encoders, the target critics the fixed
+target encoders (the next action comes from the actor on the fixed encoders' z_s(s'));
+`replay = "lap"` makes the critics' loss Huber and the update return the rows' priorities
+(`common.td_loss`).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import jax.numpy as jnp
 import optax
 
 from jax_rl import normalization
-from jax_rl.algos import categorical, common
+from jax_rl.algos import categorical, common, sale
 from jax_rl.networks import (
     EnsembleCritic,
     GaussianPolicy,
@@ -127,6 +134,14 @@ class Config(flax.struct.PyTreeNode):
     policy_freq: int = common.field(
         1, "critic updates per actor and temperature update (CrossQ: 3)", static=True
     )
+    # Representations and prioritised replay (TD7's parts; the same fields as TD3's).
+    representation: str = sale.representation_field()
+    encoder_hidden_sizes: tuple[int, ...] = sale.encoder_hidden_sizes_field()
+    embedding_size: int = sale.embedding_size_field()
+    encoder_lr: float = sale.encoder_lr_field()
+    encoder_every: int = sale.encoder_every_field()
+    replay: str = common.replay_field()
+    lap_alpha: float = common.lap_alpha_field()
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
@@ -140,6 +155,8 @@ class Config(flax.struct.PyTreeNode):
             unit_interval=("discount", "tau"),
             positive_ints=("policy_freq",),
         )
+        sale.check(self)
+        common.check_replay(self)
 
 
 class State(flax.struct.PyTreeNode):
@@ -157,6 +174,7 @@ class State(flax.struct.PyTreeNode):
     actor_metrics: dict[str, jax.Array] | None
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
     reward_stats: Any  # normalization.RewardStats with scale_rewards, else None
+    encoders: Any  # sale.Encoders with representation sale, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -204,10 +222,13 @@ def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
     categorical critic the projected target distribution [B, K]. batch is normalised."""
     cfg = state.config
     actor, critic = _networks(cfg, state.action_size)
+    fixed, fixed_target = sale.copies(state.encoders)
     actor_obs, critic_obs = common.views(cfg, batch.next_obs)
-    mean, log_std = actor.apply(_actor_variables(state), actor_obs)
+    mean, log_std = actor.apply(_actor_variables(state), sale.actor_input(fixed, actor_obs)[0])
     next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
-    next_out = critic.apply(state.target_critic_params, critic_obs, next_action)
+    _, target_zs = sale.actor_input(fixed_target, actor_obs)
+    critic_in = sale.critic_input(fixed_target, critic_obs, next_action, target_zs)
+    next_out = critic.apply(state.target_critic_params, critic_in, next_action)
     entropy_term = jnp.exp(state.log_alpha) * next_log_prob
     discount = cfg.discount * batch.discount
     if cfg.critic == "categorical":
@@ -219,24 +240,28 @@ def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
 
 def critic_loss(
     critic_params: Any, state: State, batch: Transition, target: jax.Array
-) -> jax.Array:
-    """sum over critics of 0.5 mean_B (Q_i(s, a) - y)^2, target y [B]; for a categorical
-    critic their cross-entropies to the target distribution [B, K]. target is a constant."""
-    _, critic = _networks(state.config, state.action_size)
-    _, critic_obs = common.views(state.config, batch.obs)
-    out = critic.apply(critic_params, critic_obs, batch.action)  # [E, B] or [E, B, K]
-    if state.config.critic == "categorical":
-        return categorical.cross_entropy(out, target)
-    return 0.5 * ((out - target[None]) ** 2).mean(axis=1).sum()
+) -> tuple[jax.Array, jax.Array | None]:
+    """sum over critics of 0.5 mean_B (Q_i(s, a) - y)^2, target y [B] (LAP: of the Huber
+    loss, `common.td_loss`); for a categorical critic their cross-entropies to the target
+    distribution [B, K]. target is a constant. Also returns the rows' new priorities [B]
+    with LAP, else None."""
+    cfg = state.config
+    _, critic = _networks(cfg, state.action_size)
+    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
+    out = critic.apply(critic_params, critic_in, batch.action)  # [E, B] or [E, B, K]
+    if cfg.critic == "categorical":
+        return categorical.cross_entropy(out, target), None
+    return common.td_loss(out, target, cfg, scale=0.5)
 
 
 def crossq_critic_loss(
     critic_params: Any, state: State, batch: Transition, key: jax.Array
-) -> tuple[jax.Array, Any]:
+) -> tuple[jax.Array, tuple[Any, jax.Array | None]]:
     """CrossQ's: sum over critics of 0.5 mean_B (Q_i(s, a) - y)^2, where Q(s, a) and
     Q(s', a') [E, B] are the halves of one training-mode pass over the 2B rows
-    [s | s'], [a | a'] and y [B] takes the second half without gradient. Returns the
-    loss and the critics' running statistics after the pass. batch is normalised."""
+    [s | s'], [a | a'] and y [B] takes the second half without gradient (LAP: the Huber
+    loss). Returns the loss and (the critics' running statistics after the pass, the
+    rows' new priorities with LAP or None). batch is normalised."""
     cfg = state.config
     actor, _ = _networks(cfg, state.action_size)
     _, critic = _networks(cfg, state.action_size, train=True)
@@ -252,7 +277,8 @@ def crossq_critic_loss(
     q, next_q = jnp.split(out, 2, axis=1)  # [E, B] each
     soft_next = jax.lax.stop_gradient(next_q).min(axis=0) - jnp.exp(state.log_alpha) * next_log_prob
     target = batch.reward + cfg.discount * batch.discount * soft_next
-    return 0.5 * ((q - target[None]) ** 2).mean(axis=1).sum(), critic_stats
+    loss, priority = common.td_loss(q, target, cfg, scale=0.5)
+    return loss, (critic_stats, priority)
 
 
 def actor_loss(
@@ -264,12 +290,15 @@ def actor_loss(
     cfg = state.config
     actor, _ = _networks(cfg, state.action_size, train=True)
     _, critic = _networks(cfg, state.action_size)
+    fixed, _ = sale.copies(state.encoders)
     actor_obs, critic_obs = common.views(cfg, obs)
+    actor_in, zs = sale.actor_input(fixed, actor_obs)
     (mean, log_std), actor_stats = common.apply_train(
-        actor, actor_params, state.actor_stats, actor_obs
+        actor, actor_params, state.actor_stats, actor_in
     )
     action, log_prob = tanh_gaussian_sample(mean, log_std, key)
-    out = critic.apply(_critic_variables(state), critic_obs, action)
+    critic_in = sale.critic_input(fixed, critic_obs, action, zs)
+    out = critic.apply(_critic_variables(state), critic_in, action)
     if cfg.critic == "categorical":
         out = categorical.mean_value(out, _atoms(cfg))
     q = out.min(axis=0)
@@ -287,14 +316,16 @@ def init(
     """A fresh learner for observations [O] and actions [A] (num_envs: the environments
     stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _networks(config, action_size)
-    actor_key, critic_key = jax.random.split(key)
+    actor_key, critic_key, encoder_key = jax.random.split(key, 3)
     obs = jnp.zeros((1, obs_size), jnp.float32)
     action = jnp.zeros((1, action_size), jnp.float32)
     actor_obs, critic_obs = common.views(config, obs)
-    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_obs))
-    critic_params, critic_stats = common.split_variables(
-        critic.init(critic_key, critic_obs, action)
-    )
+    encoders = sale.init(encoder_key, actor_obs.shape[-1], action_size, config)
+    fixed, _ = sale.copies(encoders)
+    actor_in, zs = sale.actor_input(fixed, actor_obs)
+    critic_in = sale.critic_input(fixed, critic_obs, action, zs)
+    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_in))
+    critic_params, critic_stats = common.split_variables(critic.init(critic_key, critic_in, action))
     log_alpha = jnp.log(jnp.float32(config.init_alpha))
     return State(
         actor_params=actor_params,
@@ -312,6 +343,7 @@ def init(
         ),
         obs_stats=common.init_obs_stats(config, obs_size),
         reward_stats=common.init_reward_stats(config, num_envs),
+        encoders=encoders,
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -330,7 +362,8 @@ def act(
     `episode_draw` (a per-environment draw some learners explore with) is unused."""
     actor, _ = _networks(state.config, state.action_size)
     actor_obs, _ = common.views(state.config, normalization.normalize(state.obs_stats, obs))
-    mean, log_std = actor.apply(_actor_variables(state), actor_obs)
+    fixed, _ = sale.copies(state.encoders)
+    mean, log_std = actor.apply(_actor_variables(state), sale.actor_input(fixed, actor_obs)[0])
     if deterministic:
         return squash(mean)
     action, _ = tanh_gaussian_sample(mean, log_std, key, noise)
@@ -343,16 +376,21 @@ observe = common.observe
 ACTOR_METRICS = ("loss/actor", "loss/alpha", "dual/alpha", "policy/entropy")
 
 
-def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
+def _update_critic(
+    state: State, batch: Transition, key: jax.Array
+) -> tuple[State, jax.Array, jax.Array | None]:
+    """One critic step: (state, loss, the rows' new priorities with LAP or None)."""
     cfg = state.config
     if cfg.crossq:
-        (loss, critic_stats), grads = jax.value_and_grad(crossq_critic_loss, has_aux=True)(
-            state.critic_params, state, batch, key
-        )
+        (loss, (critic_stats, priority)), grads = jax.value_and_grad(
+            crossq_critic_loss, has_aux=True
+        )(state.critic_params, state, batch, key)
         state = state.replace(critic_stats=critic_stats)
     else:
         target = td_target(state, batch, key)
-        loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
+        (loss, priority), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            state.critic_params, state, batch, target
+        )
     params, opt_state = common.adam_step(
         state.critic_params,
         grads,
@@ -361,7 +399,7 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
         cfg.weight_decay,
         cfg.adam_beta1,
     )
-    return state.replace(critic_params=params, critic_opt_state=opt_state), loss
+    return state.replace(critic_params=params, critic_opt_state=opt_state), loss, priority
 
 
 def _update_actor(
@@ -414,12 +452,20 @@ def _delayed_actor_and_alpha(state: State, obs: jax.Array, key: jax.Array) -> St
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """Critics; then actor and temperature (every `policy_freq`-th call); then the
-    Polyak-averaged target critics (none with crossq). batch holds raw observations
-    (normalised here with the state's statistics, rewards scaled with scale_rewards)."""
+    """With SALE first one encoder update; then the critics; then actor and temperature
+    (every `policy_freq`-th call); then the Polyak-averaged target critics (none with
+    crossq); with SALE the fixed encoders swap every encoder_every-th call. batch holds
+    raw observations (normalised here with the state's statistics, rewards scaled with
+    scale_rewards). With LAP the metrics carry the rows' new priorities
+    (`replay.PRIORITY_KEY`, [B])."""
+    cfg = state.config
     batch = common.normalize_batch(state, batch)
     critic_key, actor_key = jax.random.split(key)
-    state, loss_critic = _update_critic(state, batch, critic_key)
+    if state.encoders is not None:
+        obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
+        encoders = sale.update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
+        state = state.replace(encoders=encoders)
+    state, loss_critic, priority = _update_critic(state, batch, critic_key)
     state = state.replace(step=state.step + 1)
     actor_metrics: dict[str, jax.Array]
     if state.config.policy_freq == 1:
@@ -441,4 +487,9 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
                 state.target_critic_params, state.critic_params, state.config.tau
             )
         )
-    return state, {"loss/critic": loss_critic, **actor_metrics}
+    metrics = {"loss/critic": loss_critic, **actor_metrics}
+    if state.encoders is not None:
+        now = state.step % cfg.encoder_every == 0
+        state = state.replace(encoders=sale.swap(state.encoders, now))
+        metrics["loss/encoder"] = state.encoders.loss
+    return state, common.with_priority(metrics, priority)

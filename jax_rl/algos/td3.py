@@ -35,6 +35,16 @@ critics in one training-mode pass and takes the target from its second half:
     y  = r + gamma * d * min_i sg(Q_i(s', a'))
 The actor's loss reads the first critic with its running statistics while the actor
 runs in training mode.
+
+TD7 (Fujimoto et al., NeurIPS 2023; `--preset td7`) is TD3 with four parts, each a field:
+SALE embeddings (`representation = "sale"`, `jax_rl.algos.sale`: the encoders train
+first in each update; actor and critics read the fixed copy, the target the fixed target
+copy); LAP prioritised replay (`replay = "lap"`: the critics' loss is Huber and the update
+returns the rows' priorities max(max_i |delta_i|, 1)^lap_alpha, `common.td_loss`); hard
+target updates every `target_every` updates in place of Polyak averaging; and value
+clipping (`clip_values`): the target critics' min_i Q_targ_i(s', a') is clipped to
+[the lowest, the highest] TD target seen up to the latest target update (both 0 before
+the first). TD7's policy checkpoints are not built: see docs/algorithms.md.
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ import jax.numpy as jnp
 import optax
 
 from jax_rl import normalization
-from jax_rl.algos import categorical, common
+from jax_rl.algos import categorical, common, sale
 from jax_rl.networks import (
     Critic,
     DeterministicPolicy,
@@ -142,6 +152,24 @@ class Config(flax.struct.PyTreeNode):
     adam_beta1: float = common.field(
         0.9, "Adam's first-moment decay beta1 of actor and critics (CrossQ: 0.5)", static=True
     )
+    # Representations and prioritised replay (TD7; the same fields as SAC's).
+    representation: str = sale.representation_field()
+    encoder_hidden_sizes: tuple[int, ...] = sale.encoder_hidden_sizes_field()
+    embedding_size: int = sale.embedding_size_field()
+    encoder_lr: float = sale.encoder_lr_field()
+    encoder_every: int = sale.encoder_every_field()
+    replay: str = common.replay_field()
+    lap_alpha: float = common.lap_alpha_field()
+    target_every: int = common.field(
+        0,
+        "> 0: hard target copies every this many updates (TD7: 250), no Polyak",
+        static=True,
+    )
+    clip_values: bool = common.field(
+        False,
+        "clip target values to the range of TD targets seen (TD7)",
+        static=True,
+    )
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
@@ -163,6 +191,14 @@ class Config(flax.struct.PyTreeNode):
             unit_interval=("discount", "tau"),
             positive_ints=("policy_freq",),
         )
+        sale.check(self)
+        common.check_replay(self)
+        every = self.target_every
+        if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+            raise ValueError(f"TD3 target_every must be an integer >= 0, got {every!r}")
+        if self.clip_values and (self.critic != "scalar" or self.crossq):
+            raise ValueError("TD3 clip_values takes the scalar critic with target networks "
+                             "(not categorical, not crossq)")  # fmt: skip
 
 
 class State(flax.struct.PyTreeNode):
@@ -178,6 +214,9 @@ class State(flax.struct.PyTreeNode):
     step: jax.Array  # updates done so far
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
     reward_stats: Any  # normalization.RewardStats with scale_rewards, else None
+    encoders: Any  # sale.Encoders with representation sale, else None
+    # clip_values: [the clip's low, high, the lowest and highest TD target seen], else None
+    value_range: Any
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -232,38 +271,50 @@ def _atoms(config: Config) -> jax.Array:
 
 def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
     """The TD target with target policy smoothing and clipped double Q: y [B], or for a
-    categorical critic the projected target distribution [B, K]. batch is normalised."""
+    categorical critic the projected target distribution [B, K]. batch is normalised.
+    With SALE the targets read the fixed target encoders; with clip_values the target
+    critics' value is clipped to `value_range`'s [low, high]."""
     _, critic = _networks(state.config, state.action_size)
     cfg = state.config
+    _, encoder = sale.copies(state.encoders)
     actor_obs, critic_obs = common.views(cfg, batch.next_obs)
-    next_action = _smoothed_next_action(state, state.target_actor_params, actor_obs, key)
-    next_out = critic.apply(state.target_critic_params, critic_obs, next_action)
+    actor_in, zs = sale.actor_input(encoder, actor_obs)
+    next_action = _smoothed_next_action(state, state.target_actor_params, actor_in, key)
+    critic_in = sale.critic_input(encoder, critic_obs, next_action, zs)
+    next_out = critic.apply(state.target_critic_params, critic_in, next_action)
     if cfg.critic == "categorical":
         discount = cfg.discount * batch.discount
         return categorical.target_distribution(next_out, _atoms(cfg), batch.reward, discount)
-    return batch.reward + cfg.discount * batch.discount * next_out.min(axis=0)
+    next_value = next_out.min(axis=0)
+    if state.value_range is not None:
+        next_value = jnp.clip(next_value, state.value_range[0], state.value_range[1])
+    return batch.reward + cfg.discount * batch.discount * next_value
 
 
 def critic_loss(
     critic_params: Any, state: State, batch: Transition, target: jax.Array
-) -> jax.Array:
-    """sum over critics of mean_B (Q_i(s, a) - y)^2, target y [B]; for a categorical
-    critic their cross-entropies to the target distribution [B, K]. target is a constant."""
-    _, critic = _networks(state.config, state.action_size)
-    _, critic_obs = common.views(state.config, batch.obs)
-    out = critic.apply(critic_params, critic_obs, batch.action)  # [E, B] or [E, B, K]
-    if state.config.critic == "categorical":
-        return categorical.cross_entropy(out, target)
-    return ((out - target[None]) ** 2).mean(axis=1).sum()
+) -> tuple[jax.Array, jax.Array | None]:
+    """sum over critics of mean_B (Q_i(s, a) - y)^2, target y [B] (LAP: of the Huber loss,
+    `common.td_loss`); for a categorical critic their cross-entropies to the target
+    distribution [B, K]. target is a constant. Also returns the rows' new priorities
+    [B] with LAP, else None."""
+    cfg = state.config
+    _, critic = _networks(cfg, state.action_size)
+    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
+    out = critic.apply(critic_params, critic_in, batch.action)  # [E, B] or [E, B, K]
+    if cfg.critic == "categorical":
+        return categorical.cross_entropy(out, target), None
+    return common.td_loss(out, target, cfg, scale=1.0)
 
 
 def crossq_critic_loss(
     critic_params: Any, state: State, batch: Transition, key: jax.Array
-) -> tuple[jax.Array, Any]:
+) -> tuple[jax.Array, tuple[Any, jax.Array | None]]:
     """CrossQ's: sum over critics of mean_B (Q_i(s, a) - y)^2, where Q(s, a) and Q(s', a')
     [E, B] are the halves of one training-mode pass over the 2B rows [s | s'], [a | a']
-    and y [B] takes the second half without gradient. Returns the loss and the critics'
-    running statistics after the pass. batch is normalised."""
+    and y [B] takes the second half without gradient (LAP: the Huber loss). Returns the
+    loss and (the critics' running statistics after the pass, the rows' new priorities
+    with LAP or None). batch is normalised."""
     cfg = state.config
     _, critic = _networks(cfg, state.action_size, train=True)
     next_actor_obs, next_critic_obs = common.views(cfg, batch.next_obs)
@@ -277,7 +328,8 @@ def crossq_critic_loss(
     q, next_q = jnp.split(out, 2, axis=1)  # [E, B] each
     next_value = jax.lax.stop_gradient(next_q).min(axis=0)
     target = batch.reward + cfg.discount * batch.discount * next_value
-    return ((q - target[None]) ** 2).mean(axis=1).sum(), critic_stats
+    loss, priority = common.td_loss(q, target, cfg, scale=1.0)
+    return loss, (critic_stats, priority)
 
 
 def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Array, Any]:
@@ -286,7 +338,9 @@ def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Arr
     else None); the critic reads its own running statistics."""
     cfg = state.config
     actor, _ = _networks(cfg, state.action_size, train=True)
+    encoder, _ = sale.copies(state.encoders)
     actor_obs, critic_obs = common.views(cfg, obs)
+    actor_in, zs = sale.actor_input(encoder, actor_obs)
     critic_variables = common.variables(state.critic_params, state.critic_stats)
     first_critic = ensemble_member(critic_variables, 0)
     critic = Critic(
@@ -298,8 +352,8 @@ def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Arr
         blocks=cfg.critic_blocks,
         renorm=common.renorm(cfg, train=False),
     )
-    action, actor_stats = common.apply_train(actor, actor_params, state.actor_stats, actor_obs)
-    out = critic.apply(first_critic, critic_obs, action)
+    action, actor_stats = common.apply_train(actor, actor_params, state.actor_stats, actor_in)
+    out = critic.apply(first_critic, sale.critic_input(encoder, critic_obs, action, zs), action)
     q = categorical.mean_value(out, _atoms(cfg)) if cfg.critic == "categorical" else out
     return -q.mean(), actor_stats
 
@@ -310,14 +364,16 @@ def init(
     """A fresh learner for observations [O] and actions [A] (num_envs: the environments
     stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _networks(config, action_size)
-    actor_key, critic_key = jax.random.split(key)
+    actor_key, critic_key, encoder_key = jax.random.split(key, 3)
     obs = jnp.zeros((1, obs_size), jnp.float32)
     action = jnp.zeros((1, action_size), jnp.float32)
     actor_obs, critic_obs = common.views(config, obs)
-    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_obs))
-    critic_params, critic_stats = common.split_variables(
-        critic.init(critic_key, critic_obs, action)
-    )
+    encoders = sale.init(encoder_key, actor_obs.shape[-1], action_size, config)
+    encoder, _ = sale.copies(encoders)
+    actor_in, zs = sale.actor_input(encoder, actor_obs)
+    critic_in = sale.critic_input(encoder, critic_obs, action, zs)
+    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_in))
+    critic_params, critic_stats = common.split_variables(critic.init(critic_key, critic_in, action))
     return State(
         actor_params=actor_params,
         critic_params=critic_params,
@@ -331,6 +387,8 @@ def init(
         step=jnp.int32(0),
         obs_stats=common.init_obs_stats(config, obs_size),
         reward_stats=common.init_reward_stats(config, num_envs),
+        encoders=encoders,
+        value_range=_init_value_range() if config.clip_values else None,
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -355,7 +413,9 @@ def act(
     """
     actor, _ = _networks(state.config, state.action_size)
     actor_obs, _ = common.views(state.config, normalization.normalize(state.obs_stats, obs))
-    action = actor.apply(_actor_variables(state), actor_obs)
+    encoder, _ = sale.copies(state.encoders)
+    actor_in, _ = sale.actor_input(encoder, actor_obs)
+    action = actor.apply(_actor_variables(state), actor_in)
     if deterministic:
         return action
     if noise is None:
@@ -384,16 +444,32 @@ def exploration_std(state: State) -> jax.Array:
     return jnp.where(decay > 0, scheduled, cfg.exploration_noise)
 
 
-def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[State, jax.Array]:
+def _init_value_range() -> jax.Array:
+    """[clip low, clip high, lowest target seen, highest target seen]: the clip is [0, 0]
+    until the first target update, as published; nothing seen is +-float32 max (finite:
+    the loops' divergence watch reads every leaf of the state)."""
+    big = float(jnp.finfo(jnp.float32).max)
+    return jnp.array([0.0, 0.0, big, -big], jnp.float32)
+
+
+def _update_critic(
+    state: State, batch: Transition, key: jax.Array
+) -> tuple[State, jax.Array, jax.Array | None]:
+    """One critic step: (state, loss, the rows' new priorities with LAP or None)."""
     cfg = state.config
     if cfg.crossq:
-        (loss, critic_stats), grads = jax.value_and_grad(crossq_critic_loss, has_aux=True)(
-            state.critic_params, state, batch, key
-        )
+        (loss, (critic_stats, priority)), grads = jax.value_and_grad(
+            crossq_critic_loss, has_aux=True
+        )(state.critic_params, state, batch, key)
         state = state.replace(critic_stats=critic_stats)
     else:
         target = td_target(state, batch, key)
-        loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
+        (loss, priority), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            state.critic_params, state, batch, target
+        )
+        if state.value_range is not None:
+            seen = state.value_range
+            state = state.replace(value_range=seen.at[2].min(target.min()).at[3].max(target.max()))
     params, opt_state = common.adam_step(
         state.critic_params,
         grads,
@@ -402,7 +478,7 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
         cfg.weight_decay,
         cfg.adam_beta1,
     )
-    return state.replace(critic_params=params, critic_opt_state=opt_state), loss
+    return state.replace(critic_params=params, critic_opt_state=opt_state), loss, priority
 
 
 def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
@@ -420,28 +496,64 @@ def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
     state = state.replace(
         actor_params=params, actor_opt_state=opt_state, actor_stats=actor_stats, actor_loss=loss
     )
-    if state.config.crossq:  # no target networks
+    if state.config.crossq or state.config.target_every > 0:  # none, or hard copies
         return state
     tau = state.config.tau
-    return state.replace(
-        target_actor_params=polyak_update(state.target_actor_params, params, tau),
-        target_critic_params=polyak_update(state.target_critic_params, state.critic_params, tau),
+    return _targets_updated(
+        state.replace(
+            target_actor_params=polyak_update(state.target_actor_params, params, tau),
+            target_critic_params=polyak_update(
+                state.target_critic_params, state.critic_params, tau
+            ),
+        )
+    )
+
+
+def _targets_updated(state: State) -> State:
+    """What follows every target update: the value clip takes the range seen so far."""
+    if state.value_range is None:
+        return state
+    seen = state.value_range
+    return state.replace(value_range=seen.at[:2].set(seen[2:]))
+
+
+def _copy_targets(state: State) -> State:
+    """target_every > 0: the targets become copies of actor and critics."""
+    return _targets_updated(
+        state.replace(
+            target_actor_params=common.copy(state.actor_params),
+            target_critic_params=common.copy(state.critic_params),
+        )
     )
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """One critic update; every `policy_freq`-th call also the actor and targets (no
-    targets with crossq). batch holds raw observations (normalised here with the
-    state's statistics)."""
+    """With SALE first one encoder update; then one critic update; every `policy_freq`-th
+    call also the actor and (Polyak) targets (no targets with crossq); with target_every
+    > 0 hard target copies every target_every-th call; with SALE the fixed encoders swap
+    every encoder_every-th call. batch holds raw observations (normalised here with the
+    state's statistics). With LAP the metrics carry the rows' new priorities
+    (`replay.PRIORITY_KEY`, [B])."""
+    cfg = state.config
     batch = common.normalize_batch(state, batch)
-    state, loss = _update_critic(state, batch, key)
+    if state.encoders is not None:
+        obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
+        encoders = sale.update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
+        state = state.replace(encoders=encoders)
+    state, loss, priority = _update_critic(state, batch, key)
     state = state.replace(step=state.step + 1)
     state = jax.lax.cond(
-        state.step % state.config.policy_freq == 0,
+        state.step % cfg.policy_freq == 0,
         _update_actor_and_targets,
         lambda s, _: s,
         state,
         batch.obs,
     )
+    if cfg.target_every > 0:
+        state = jax.lax.cond(state.step % cfg.target_every == 0, _copy_targets, lambda s: s, state)
     metrics = {"loss/critic": loss, "loss/actor": state.actor_loss}
-    return state, metrics
+    if state.encoders is not None:
+        now = state.step % cfg.encoder_every == 0
+        state = state.replace(encoders=sale.swap(state.encoders, now))
+        metrics["loss/encoder"] = state.encoders.loss
+    return state, common.with_priority(metrics, priority)

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import jax
 import jax.numpy as jnp
 
+from jax_rl import replay as replay_lib
 from jax_rl.checkpoint import Checkpointer, check_same_run
 from jax_rl.transition import Transition
 
@@ -27,6 +28,12 @@ def check_positive_ints(config: Any, names: tuple[str, ...]) -> None:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def prioritized(algo_config: Any) -> bool:
+    """Whether the learner asks for prioritised replay (its `replay` field is "lap"): the
+    loops then keep a priority per row and write back the priorities its update returns."""
+    return getattr(algo_config, "replay", "uniform") == "lap"
 
 
 def replay_capacity(max_timesteps: int, replay_size: int | None) -> int:
@@ -61,8 +68,10 @@ def check_collection(config: Any) -> None:
 
 
 def zero_metrics(algo: ModuleType, agent: Any, batch: Transition, key: jax.Array) -> dict:
-    """Zeros shaped like the metrics `algo.update` returns (nothing is computed)."""
+    """Zeros shaped like the metrics `algo.update` returns (nothing is computed), without
+    the priorities a prioritised learner returns (`replay.PRIORITY_KEY`)."""
     _, shapes = jax.eval_shape(algo.update, agent, batch, key)
+    shapes, _ = replay_lib.split_priorities(shapes)
     return {k: jnp.zeros(v.shape, v.dtype) for k, v in shapes.items()}
 
 

@@ -50,6 +50,7 @@ from jax_rl.loops.common import (
     StopSignals,
     check_collection,
     check_positive_ints,
+    prioritized,
     replay_capacity,
     zero_metrics,
 )
@@ -183,7 +184,9 @@ def init_carry(
 ) -> Carry:
     """One agent: a fresh learner, an empty buffer and N environments in random initial
     states. (The loop works on populations: see `init_population`.)"""
-    spec = replay_lib.ReplaySpec(config.capacity, env.obs_size, env.action_size)
+    spec = replay_lib.ReplaySpec(
+        config.capacity, env.obs_size, env.action_size, prioritized=prioritized(algo_config)
+    )
     replay = replay_lib.create(spec)
     agent_key, env_key, draw_key, key = jax.random.split(key, 4)
     agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config, config.num_envs)
@@ -292,21 +295,29 @@ def _collect(
 def _update_k_times(
     algo: ModuleType, carry: Carry, key: jax.Array, k: int, batch_size: int
 ) -> Carry:
-    """Sample k batches with one draw, then scan k updates over them."""
+    """Sample k batches with one draw, then scan k updates over them. With prioritised
+    replay the k batches are drawn by the priorities before the first update, and the
+    priorities the updates return are written back after the last (a row drawn twice
+    keeps one of its new values)."""
     sample_key, update_key = jax.random.split(key)
-    flat = replay_lib.sample(carry.replay, sample_key, k * batch_size)
+    flat, rows = replay_lib.sample_indexed(carry.replay, sample_key, k * batch_size)
     batches = jax.tree_util.tree_map(lambda x: x.reshape((k, batch_size) + x.shape[1:]), flat)
 
-    def one_update(agent: Any, inputs: tuple[Any, jax.Array]) -> tuple[Any, dict]:
+    def one_update(agent: Any, inputs: tuple[Any, jax.Array]) -> tuple[Any, tuple]:
         batch, key = inputs
-        return algo.update(agent, batch, key)
+        agent, metrics = algo.update(agent, batch, key)
+        return agent, replay_lib.split_priorities(metrics)
 
-    agent, metrics = jax.lax.scan(
+    agent, (metrics, priority) = jax.lax.scan(
         one_update, carry.agent, (batches, jax.random.split(update_key, k))
     )
+    replay = carry.replay
+    if priority is not None:
+        replay = replay_lib.write_priorities(replay, rows, priority.reshape(-1))
     sums = jax.tree_util.tree_map(lambda s, m: s + m.sum(0), carry.metric_sums, metrics)
     return carry.replace(
         agent=agent,
+        replay=replay,
         metric_sums=sums,
         num_updates=carry.num_updates + k,
         updates=carry.updates + k,

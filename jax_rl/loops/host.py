@@ -55,6 +55,7 @@ from jax_rl.loops.common import (
     check_collection,
     check_finite,
     check_positive_ints,
+    prioritized,
     pull_metrics,
     replay_capacity,
     zero_metrics,
@@ -167,10 +168,13 @@ class StepFunctions:
 def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
     """Build the loop's jitted calls for learner module `algo`."""
 
-    def draw(key: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """One agent's keys for this step ([next, update, act]) and its batch's rows."""
+    def draw(
+        key: jax.Array, size: jax.Array, priority: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array]:
+        """One agent's keys for this step ([next, update, act]) and its batch's rows
+        (drawn by `priority` [capacity] with prioritised replay, else uniformly)."""
         key, sample_key, update_key, act_key = jax.random.split(key, 4)
-        rows = replay_lib.sample_rows(sample_key, size, batch_size)
+        rows = replay_lib.sample_rows(sample_key, size, batch_size, priority)
         return jnp.stack([key, update_key, act_key]), rows
 
     def learn_one(
@@ -179,15 +183,22 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         batch: Transition,
         act_obs: jax.Array,
         act_noise: jax.Array | None,
-    ) -> tuple[Learner, jax.Array]:
+    ) -> tuple[Learner, jax.Array, jax.Array | None]:
+        """One agent's update and next action; also the new priorities of its batch's rows
+        (prioritised replay; else None)."""
         key, update_key, act_key = keys
         agent, metrics = algo.update(learner.agent, batch, update_key)
+        metrics, priority = replay_lib.split_priorities(metrics)
         noise = None if act_noise is None else act_noise[None]
         action = algo.act(agent, act_obs[None], act_key, deterministic=False, noise=noise)[0]
         sums = jax.tree_util.tree_map(jnp.add, learner.metric_sums, metrics)
-        return learner.replace(
-            agent=agent, key=key, metric_sums=sums, num_updates=learner.num_updates + 1
-        ), action
+        return (
+            learner.replace(
+                agent=agent, key=key, metric_sums=sums, num_updates=learner.num_updates + 1
+            ),
+            action,
+            priority,
+        )
 
     def observe(learner: Learner, transitions: Transition) -> Learner:
         """Each agent's learner observes its stored transition (one environment each)."""
@@ -211,10 +222,15 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         replay = replay_lib.insert_population(learner.replay, transitions)
         rest = learner.replace(replay=None)
         axes, size = learner_axes(rest), act_obs.shape[0]
-        keys, rows = population.over_agents(draw, (0, None), (0, 0), size)(rest.key, replay.size)
+        priority_axis = None if replay.priority is None else 0
+        keys, rows = population.over_agents(draw, (0, None, priority_axis), (0, 0), size)(
+            rest.key, replay.size, replay.priority
+        )
         batch = replay_lib.gather_population(replay.data, rows)
-        over = population.over_agents(learn_one, (axes, 0, 0, 0, 0), (axes, 0), size)
-        rest, actions = over(rest, keys, batch, act_obs, act_noise)
+        over = population.over_agents(learn_one, (axes, 0, 0, 0, 0), (axes, 0, 0), size)
+        rest, actions, priority = over(rest, keys, batch, act_obs, act_noise)
+        if priority is not None:
+            replay = replay_lib.write_priorities_population(replay, rows, priority)
         return rest.replace(replay=replay), actions
 
     def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:
@@ -238,7 +254,12 @@ def init_learner(
     key: jax.Array,
 ) -> Learner:
     """One agent's fresh learner with an empty buffer (no population axis)."""
-    spec = replay_lib.ReplaySpec(capacity=capacity, obs_size=obs_size, action_size=action_size)
+    spec = replay_lib.ReplaySpec(
+        capacity=capacity,
+        obs_size=obs_size,
+        action_size=action_size,
+        prioritized=prioritized(algo_config),
+    )
     replay = replay_lib.create(spec)
     agent_key, key = jax.random.split(key)
     agent = algo.init(agent_key, obs_size, action_size, algo_config)

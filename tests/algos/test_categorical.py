@@ -98,7 +98,7 @@ def test_categorical_learner_loss_is_the_cross_entropy_to_its_target(algo):
     _, critic = algo._networks(state.config, 1)
     logits = critic.apply(state.critic_params, batch.obs, batch.action)
     expected = -(np.asarray(target)[None] * np.asarray(jax.nn.log_softmax(logits))).sum(-1)
-    loss = algo.critic_loss(state.critic_params, state, batch, target)
+    loss, _ = algo.critic_loss(state.critic_params, state, batch, target)
     np.testing.assert_allclose(loss, expected.mean(axis=1).sum(), rtol=1e-5)
 
 

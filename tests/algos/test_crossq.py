@@ -56,9 +56,10 @@ def test_crossq_critic_sees_the_concatenated_batch_in_one_training_pass(name):
         return next_fun(*args, **kwargs)
 
     with nn.intercept_methods(record):
-        loss, stats = algo.crossq_critic_loss(
+        loss, (stats, priority) = algo.crossq_critic_loss(
             state.critic_params, state, batch(), jax.random.key(1)
         )
+    assert priority is None  # uniform replay: no priorities
     assert calls == [((2 * B, OBS), True)]
     assert np.isfinite(float(loss))
     # The pass moved each critic's running mean of its input towards the joint batch's.

@@ -63,8 +63,11 @@ def test_critic_loss_by_hand():
     target = np.array([1.0, 2.0, 3.0])
     q = critic_values(W, C, np.asarray(b.action))
     expected = 0.5 * ((q - target) ** 2).mean(axis=1).sum()
-    loss = sac.critic_loss(state.critic_params, state, b, jnp.asarray(target, jnp.float32))
+    loss, priority = sac.critic_loss(
+        state.critic_params, state, b, jnp.asarray(target, jnp.float32)
+    )
     np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    assert priority is None  # uniform replay: no priorities
 
 
 def test_actor_loss_by_hand():

@@ -70,9 +70,9 @@ def test_critic_loss_by_hand():
     target = jnp.array([1.0, 2.0, 3.0])
     q = critic_values(W, C, np.asarray(b.action))
     expected = ((q - np.array([1.0, 2.0, 3.0])) ** 2).mean(axis=1).sum()
-    np.testing.assert_allclose(
-        td3.critic_loss(state.critic_params, state, b, target), expected, rtol=1e-6
-    )
+    loss, priority = td3.critic_loss(state.critic_params, state, b, target)
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    assert priority is None  # uniform replay: no priorities
 
 
 def test_actor_loss_uses_first_critic_by_hand():

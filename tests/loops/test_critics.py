@@ -1,5 +1,6 @@
-"""SimBa and SimbaV2 networks and CrossQ through the loops: short learning runs, populations of two,
-and kill-and-resume on the host loop and the device pipeline."""
+"""SimBa and SimbaV2 networks, CrossQ and TD7's parts (SALE, LAP, target copies, value
+clipping) through the loops: short learning runs, populations of two, and kill-and-resume on
+the host loop and the device pipeline."""
 
 import functools
 import os
@@ -31,18 +32,24 @@ SIMBAV2 = {
     "normalize_obs": True, "scale_rewards": True, "critic": "categorical", "num_atoms": 51,
     "v_min": -5.0, "v_max": 5.0,
 }  # fmt: skip
+# TD7 and SAC + SALE + LAP at a size for a bandit: small encoders, target copies and
+# encoder swaps every 50 updates.
+SALE_LAP = {"hidden_sizes": (64, 64), "encoder_hidden_sizes": (32,), "embedding_size": 16,
+            "encoder_every": 50, "representation": "sale", "replay": "lap"}  # fmt: skip
 OPTIONS = {
     "TD3-crossq": (td3, {**CROSSQ, "policy_freq": 3}),
     "SAC-crossq": (sac, {**CROSSQ, "policy_freq": 3}),
     "SAC-simba": (sac, {**SIMBA, "normalize_obs": True}),
     "MPO-simba": (mpo, {**SIMBA, "critic_blocks": 1}),
     "SAC-simbav2": (sac, SIMBAV2),
+    "TD7": (td3, {**SALE_LAP, "target_every": 50, "clip_values": True}),
+    "SAC-sale": (sac, SALE_LAP),
 }
 # The return each must beat after 1,500 steps. MPO with SimBa networks learns this bandit
 # more slowly than the others (seed 0: -1.04 untrained, -0.83 at 750 steps, -0.60 at 1,500).
 FLOOR = {
     "TD3-crossq": -0.1, "SAC-crossq": -0.1, "SAC-simba": -0.1, "MPO-simba": -0.7,
-    "SAC-simbav2": -0.1,
+    "SAC-simbav2": -0.1, "TD7": -0.1, "SAC-sale": -0.1,
 }  # fmt: skip
 
 
@@ -83,14 +90,25 @@ def train_population(algo, configs, seeds, out):
         logger.close()
 
 
-@pytest.mark.parametrize("option", ["TD3-crossq", "SAC-simba", "SAC-simbav2"])
+# Short schedules, so that target copies and encoder swaps happen within the 40 updates.
+POPULATION = {"TD7": {"target_every": 5, "encoder_every": 7}, "SAC-sale": {"encoder_every": 7}}
+
+
+@pytest.mark.parametrize("option", ["TD3-crossq", "SAC-simba", "SAC-simbav2", "TD7", "SAC-sale"])
 def test_a_population_of_two_trains_as_two_separate_runs(option, tmp_path):
     algo, settings = OPTIONS[option]
-    config = algo.Config(**{**settings, "hidden_sizes": settings["hidden_sizes"][:1]})
+    settings = {
+        **settings,
+        "hidden_sizes": settings["hidden_sizes"][:1],
+        **POPULATION.get(option, {}),
+    }
+    config = algo.Config(**settings)
     together = train_population(algo, [config, config], [0, 1], tmp_path / "together")
     for i in (0, 1):
         alone = train_population(algo, [config], [i], tmp_path / f"alone{i}")
-        mine, other = together.agent(i).agent, alone.agent(0).agent
+        # the learner, and the replay's priorities with LAP
+        mine = (together.agent(i).agent, together.agent(i).replay.priority)
+        other = (alone.agent(0).agent, alone.agent(0).replay.priority)
         leaves, expected = jax.tree_util.tree_leaves(mine), jax.tree_util.tree_leaves(other)
         assert len(leaves) == len(expected)
         for x, y in zip(leaves, expected, strict=True):
@@ -101,6 +119,9 @@ def test_a_population_of_two_trains_as_two_separate_runs(option, tmp_path):
     if settings.get("scale_rewards"):  # and its own returns (the two tasks differ)
         returns = together.learner.agent.reward_stats.moments.mean
         assert returns.shape == (2, 1) and float(returns[0, 0]) != float(returns[1, 0])
+    if settings.get("replay") == "lap":  # and its own priorities
+        priority = together.learner.replay.priority
+        assert priority.shape[0] == 2 and not np.array_equal(priority[0], priority[1])
 
 
 CACHE = {
@@ -135,12 +156,29 @@ DEVICE_FLAGS = (
     "--scale_rewards", "--critic", "categorical", "--v_min", "-5", "--v_max", "5",
     "--checkpoint_every", "128",
 )  # fmt: skip
+# --preset td7 (SALE, LAP, target copies, value clipping) at small sizes.
+TD7_FLAGS = (
+    "--policy", "TD3", "--preset", "td7", "--encoder_hidden_sizes", "16",
+    "--embedding_size", "8", "--encoder_every", "30", "--target_every", "30",
+)  # fmt: skip
+
+
+def _td7(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags with --policy TD3 --preset td7 in place of their learner and network flags."""
+    start = flags.index("--policy")
+    end = flags.index("--checkpoint_every")
+    return (*flags[:start], *TD7_FLAGS, *flags[end:])
 
 
 @pytest.mark.parametrize(
     "script, flags, every",
-    [("main_dm_control.py", HOST_FLAGS, 100), ("main_brax.py", DEVICE_FLAGS, 128)],
-    ids=["host-SAC-crossq", "device-TD3-simba-simbav2"],
+    [
+        ("main_dm_control.py", HOST_FLAGS, 100),
+        ("main_brax.py", DEVICE_FLAGS, 128),
+        ("main_dm_control.py", _td7(HOST_FLAGS), 100),
+        ("main_brax.py", _td7(DEVICE_FLAGS), 128),
+    ],
+    ids=["host-SAC-crossq", "device-TD3-simba-simbav2", "host-td7", "device-td7"],
 )
 def test_killed_and_resumed_run_ends_as_the_uninterrupted_one(script, flags, every, tmp_path):
     reference = tmp_path / "reference"
