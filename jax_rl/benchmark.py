@@ -201,6 +201,14 @@ def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
     return [(name, {})]
 
 
+def quick_sized(overrides: dict[str, Any]) -> dict[str, Any]:
+    """A row's overrides at --quick's tiny sizes: SALE's encoders 8 wide (the same code
+    path; the networks' own widths come from the settings)."""
+    if overrides.get("representation") != "sale":
+        return overrides
+    return {**overrides, "encoder_hidden_sizes": (8,), "embedding_size": 8}
+
+
 def time_lap_sampling(capacity: int, batch_size: int = 256, repeats: int = 200) -> dict[str, float]:
     """Milliseconds per batch of `batch_size` rows drawn from a full buffer of `capacity`
     rows: by priority (LAP: a cumulative sum and binary searches) and uniformly, each a
@@ -718,6 +726,7 @@ def _bench_host(
     for name in names:
         for label, overrides in rows_of(name):
             print(f"timing {label} ...", file=sys.stderr, flush=True)
+            overrides = quick_sized(overrides) if args.quick else overrides
             rows.append(bench_host_step(name, settings, label=label, **overrides))
     payload = {
         "machine": info,
@@ -784,6 +793,7 @@ def _bench_device(
         # The adam solver costs what newton costs on the device; two MPO rows suffice.
         # (The returns configuration is a host-loop one: n_step belongs to that loop.)
         for label, overrides in variants(name)[:2]:
+            overrides = quick_sized(overrides) if args.quick else overrides
             print(f"timing the Brax pipeline with {label} ...", file=sys.stderr, flush=True)
             rows.append(bench_device_chunk(name, settings, label=label, **overrides))
     payload = {
