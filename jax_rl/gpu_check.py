@@ -381,11 +381,15 @@ def use_compilation_cache(folder: Path) -> None:
     """Every program this process compiles goes to (and comes from) JAX's persistent
     cache in `folder`, however quick its compilation."""
     import jax
+    from jax.experimental.compilation_cache import compilation_cache
 
     folder.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(folder.resolve()))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # JAX opens its cache at the process's first compilation and keeps that folder: a
+    # process that compiled before this call (a notebook, a test) is pointed here anew.
+    compilation_cache.reset_cache()
 
 
 def main(argv: list[str] | None = None) -> int:

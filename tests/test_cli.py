@@ -22,13 +22,8 @@ BRAX_SCRIPT = ROOT / "jax_rl" / "main_brax.py"
 
 
 POLICIES = ["TD3", "SAC", "MPO"]
-# The runs of a kill-and-resume test compile the same programs three times; JAX's
-# persistent cache lets the later processes load them instead (results are identical).
-# All programs, also those that compile in under a second (by default not cached).
-CACHE = {
-    "JAX_COMPILATION_CACHE_DIR": tempfile.mkdtemp(prefix="jax_rl-test-cache-"),
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-}
+# The runs of a kill-and-resume test compile the same programs three times; the session's
+# persistent compilation cache (conftest.py) lets the later processes load them instead.
 
 
 def run(
@@ -40,7 +35,7 @@ def run(
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, **CACHE, **(env or {})},
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -315,7 +310,7 @@ def test_render_and_evaluate_a_dm_control_run(dm_runs, tmp_path):
     """Two episodes cut at 20 steps: 21 frames each (the first state included)."""
     result, out = dm_runs("SAC")
     assert result.returncode == 0, result.stderr
-    evaluation = render_and_evaluate(out, tmp_path / "sac.mp4", 42, CACHE, "--max_steps", "20")
+    evaluation = render_and_evaluate(out, tmp_path / "sac.mp4", 42, None, "--max_steps", "20")
     assert all(0 <= r <= 1000 for r in evaluation["returns"])
 
 
@@ -324,7 +319,7 @@ def test_render_and_evaluate_a_brax_run(brax_runs, tmp_path):
     in is reset in the same step); the evaluation loads the render's compiled rollout."""
     result, out = brax_runs("SAC")
     assert result.returncode == 0, result.stderr
-    render_and_evaluate(out, tmp_path / "halfcheetah.mp4", 40, CACHE)
+    render_and_evaluate(out, tmp_path / "halfcheetah.mp4", 40)
 
 
 # What third-party packages print on import or while building Brax's models (jax_rl.quiet).

@@ -3,10 +3,25 @@ that a bug cannot eat the GPU's minutes."""
 
 import csv
 import json
+import os
 
 import pytest
 
 from jax_rl import gpu_check
+
+SESSION_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+
+
+@pytest.fixture(autouse=True)
+def session_cache_after():
+    """gpu_check points this process's compilation cache at its own folder; the tests
+    that run after these in the same worker go back to the session's (conftest.py)."""
+    yield
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    jax.config.update("jax_compilation_cache_dir", SESSION_CACHE)
+    compilation_cache.reset_cache()
 
 
 @pytest.fixture(scope="module")

@@ -256,6 +256,35 @@ def lap_alpha_field() -> Any:
     return field(0.4, "LAP's priority exponent alpha, in (0, 1]")
 
 
+# CrossQ's fields (Bhatt et al., ICLR 2024), the same in TD3 and SAC.
+def crossq_field(targets: str) -> Any:
+    return field(
+        False,
+        f"CrossQ: BatchRenorm networks, no target {targets}, (s, a) and (s', a') in one "
+        "critic pass",
+        static=True,
+    )
+
+
+def renorm_momentum_field() -> Any:
+    return field(0.99, "momentum of BatchRenorm's running statistics (crossq)", static=True)
+
+
+def renorm_warmup_field() -> Any:
+    return field(
+        100_000,
+        "training passes of each BatchRenorm layer before its r and d corrections start "
+        "(batch normalisation until then; crossq)",
+        static=True,
+    )
+
+
+def adam_beta1_field() -> Any:
+    return field(
+        0.9, "Adam's first-moment decay beta1 of actor and critics (CrossQ: 0.5)", static=True
+    )
+
+
 def check_replay(config: Any) -> None:
     """Raise ValueError for an unknown replay, lap_alpha outside (0, 1], or LAP with a
     categorical critic (whose loss is no TD error)."""

@@ -114,23 +114,10 @@ class Config(flax.struct.PyTreeNode):
     critic_network: str = common.network_field("critic")
     actor_blocks: int = common.blocks_field("actor", 1)
     critic_blocks: int = common.blocks_field("critic", 2)
-    crossq: bool = common.field(
-        False,
-        "CrossQ: BatchRenorm networks, no target critics, (s, a) and (s', a') in one critic pass",
-        static=True,
-    )
-    renorm_momentum: float = common.field(
-        0.99, "momentum of BatchRenorm's running statistics (crossq)", static=True
-    )
-    renorm_warmup: int = common.field(
-        100_000,
-        "training passes of each BatchRenorm layer before its r and d corrections start "
-        "(batch normalisation until then; crossq)",
-        static=True,
-    )
-    adam_beta1: float = common.field(
-        0.9, "Adam's first-moment decay beta1 of actor and critics (CrossQ: 0.5)", static=True
-    )
+    crossq: bool = common.crossq_field("critics")
+    renorm_momentum: float = common.renorm_momentum_field()
+    renorm_warmup: int = common.renorm_warmup_field()
+    adam_beta1: float = common.adam_beta1_field()
     policy_freq: int = common.field(
         1, "critic updates per actor and temperature update (CrossQ: 3)", static=True
     )

@@ -135,23 +135,10 @@ class Config(flax.struct.PyTreeNode):
     critic_network: str = common.network_field("critic")
     actor_blocks: int = common.blocks_field("actor", 1)
     critic_blocks: int = common.blocks_field("critic", 2)
-    crossq: bool = common.field(
-        False,
-        "CrossQ: BatchRenorm networks, no target networks, (s, a) and (s', a') in one critic pass",
-        static=True,
-    )
-    renorm_momentum: float = common.field(
-        0.99, "momentum of BatchRenorm's running statistics (crossq)", static=True
-    )
-    renorm_warmup: int = common.field(
-        100_000,
-        "training passes of each BatchRenorm layer before its r and d corrections start "
-        "(batch normalisation until then; crossq)",
-        static=True,
-    )
-    adam_beta1: float = common.field(
-        0.9, "Adam's first-moment decay beta1 of actor and critics (CrossQ: 0.5)", static=True
-    )
+    crossq: bool = common.crossq_field("networks")
+    renorm_momentum: float = common.renorm_momentum_field()
+    renorm_warmup: int = common.renorm_warmup_field()
+    adam_beta1: float = common.adam_beta1_field()
     # Representations and prioritised replay (TD7; the same fields as SAC's).
     representation: str = sale.representation_field()
     encoder_hidden_sizes: tuple[int, ...] = sale.encoder_hidden_sizes_field()

@@ -6,7 +6,6 @@ import functools
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import jax
@@ -124,12 +123,6 @@ def test_a_population_of_two_trains_as_two_separate_runs(option, tmp_path):
         assert priority.shape[0] == 2 and not np.array_equal(priority[0], priority[1])
 
 
-CACHE = {
-    "JAX_COMPILATION_CACHE_DIR": tempfile.mkdtemp(prefix="jax_rl-test-cache-"),
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-}
-
-
 def run(*args: str, script: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "jax_rl" / script), *args],
@@ -137,7 +130,7 @@ def run(*args: str, script: str, env: dict | None = None) -> subprocess.Complete
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, **CACHE, **(env or {})},
+        env={**os.environ, **(env or {})},
     )
 
 
