@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -310,7 +309,7 @@ def test_render_and_evaluate_a_dm_control_run(dm_runs, tmp_path):
     """Two episodes cut at 20 steps: 21 frames each (the first state included)."""
     result, out = dm_runs("SAC")
     assert result.returncode == 0, result.stderr
-    evaluation = render_and_evaluate(out, tmp_path / "sac.mp4", 42, None, "--max_steps", "20")
+    evaluation = render_and_evaluate(out, tmp_path / "sac.mp4", 42, "--max_steps", "20")
     assert all(0 <= r <= 1000 for r in evaluation["returns"])
 
 
@@ -327,7 +326,7 @@ THIRD_PARTY_NOISE = ("Failed to import warp", "Failed to import mujoco_warp", "s
                      "Brax System, piplines")  # fmt: skip
 
 
-def test_start_up_shows_no_third_party_noise():
+def test_start_up_shows_no_third_party_noise(tmp_path):
     # A bad name: Brax and MJX are imported to list the valid names, nothing compiles.
     result = run("--env", "halfcheeta", script=BRAX_SCRIPT)
     assert result.returncode == 2
@@ -337,7 +336,7 @@ def test_start_up_shows_no_third_party_noise():
         "--max_timesteps", "64", "--num_envs", "4", "--start_timesteps", "32",
         "--batch_size", "8", "--hidden_sizes", "8", "--updates_per_step", "1",
         "--eval_episodes", "1", "--episode_length", "5", "--log_freq", "32", "--no_progress",
-        "--checkpoint_every", "64", "--save_dir", str(tempfile.mkdtemp()), script=BRAX_SCRIPT,
+        "--checkpoint_every", "64", "--save_dir", str(tmp_path / "run"), script=BRAX_SCRIPT,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("jax_rl: brax-TD3-halfcheetah-seed0 on brax halfcheetah")

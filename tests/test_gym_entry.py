@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,6 @@ from kill_and_resume import assert_resumes_bitwise, evaluations
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "jax_rl" / "main_gym.py"
-# The kill-and-resume runs compile the reference run's programs again: JAX's persistent
-# cache lets them load those instead (results are identical), all of them, also those
-# that compile in under a second (by default not cached): that is most of a tiny run.
-CACHE = {
-    "JAX_COMPILATION_CACHE_DIR": tempfile.mkdtemp(prefix="jax_rl-test-gym-cache-"),
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-}
-
 # Hopper: random actions topple it within tens of steps, so episodes end (and the
 # environments reset) many times, also across the checkpoint.
 FLAGS = (
@@ -39,7 +30,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, **CACHE, **(env or {})},
+        env={**os.environ, **(env or {})},
     )
 
 

@@ -9,7 +9,6 @@ and a population's --agent).
 import csv
 import json
 import struct
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,10 +25,6 @@ FLAGS = (
     "--logger", "csv,tensorboard,wandb", "--video_every", "150",
 )  # fmt: skip
 FOLDERS = ("SAC-seed0", "SAC-seed1")
-CACHE = {
-    "JAX_COMPILATION_CACHE_DIR": tempfile.mkdtemp(prefix="jax_rl-test-trackers-cache-"),
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +34,6 @@ def tracked(tmp_path_factory):
     wandb_dir = root / "wandb-home"
     wandb_dir.mkdir()
     env = {
-        **CACHE,
         "WANDB_MODE": "offline",
         "WANDB_DIR": str(wandb_dir),
         "WANDB_CACHE_DIR": str(wandb_dir / "cache"),
@@ -149,17 +143,17 @@ def test_render_one_agent_of_the_population_and_evaluate_all(tracked, tmp_path):
     # --max_steps 5: 6 frames (the first state and 5 steps; Hopper does not fall so soon).
     rendered = run_module(
         "jax_rl.render", str(out), "--agent", "1", "--max_steps", "5", "--out",
-        str(tmp_path / "hopper.mp4"), "--width", "64", "--height", "48", env=CACHE,
+        str(tmp_path / "hopper.mp4"), "--width", "64", "--height", "48",
     )  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
     assert rendered.stdout.startswith("SAC-seed1 (final agent")
     assert_video(tmp_path / "hopper.mp4", 6)
-    evaluated = run_module("jax_rl.evaluate", str(out), "--episodes", "2", env=CACHE)
+    evaluated = run_module("jax_rl.evaluate", str(out), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     assert len(evaluated.stdout.splitlines()) == 2
     for folder in FOLDERS:
         assert json.loads((out / folder / "evaluation.json").read_text())["agent"] == folder
-    render_and_evaluate(agent, tmp_path / "agent.mp4", 12, CACHE, "--max_steps", "5")
+    render_and_evaluate(agent, tmp_path / "agent.mp4", 12, "--max_steps", "5")
 
 
 # --- Bad flags: one line, exit 2, before anything compiles ---------------------------------

@@ -40,20 +40,18 @@ def assert_video(path: Path, frames: int) -> list[np.ndarray]:
     return read
 
 
-def render_and_evaluate(
-    run_dir: Path, out: Path, frames: int, env: dict | None = None, *extra: str
-) -> dict:
+def render_and_evaluate(run_dir: Path, out: Path, frames: int, *extra: str) -> dict:
     """Render 2 episodes of the run's agent into `out` (which must hold `frames` frames),
-    then evaluate it on 2 episodes; returns evaluation.json. `env` may carry a JAX
-    compilation cache: a device backend's evaluation then loads the render's program."""
+    then evaluate it on 2 episodes; returns evaluation.json. Both load programs from the
+    session's compilation cache (tests/conftest.py): a device backend's evaluation loads
+    the render's."""
     rendered = run_module(
-        "jax_rl.render", str(run_dir), "--episodes", "2", "--out", str(out), *SIZE, *extra,
-        env=env,
-    )  # fmt: skip
+        "jax_rl.render", str(run_dir), "--episodes", "2", "--out", str(out), *SIZE, *extra
+    )
     assert rendered.returncode == 0, rendered.stderr
     assert f"{frames} frames of 64x48 in {out}" in rendered.stdout, rendered.stdout
     assert_video(out, frames)
-    evaluated = run_module("jax_rl.evaluate", str(run_dir), "--episodes", "2", env=env)
+    evaluated = run_module("jax_rl.evaluate", str(run_dir), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads((run_dir / "evaluation.json").read_text())
     assert len(result["returns"]) == 2 and result["episodes"] == 2

@@ -2,15 +2,14 @@
 
 MJX compiles slowly on a CPU (a cartpole step ~10 s on 2 busy cores), so the
 adapter tests share one environment and one jitted step, and the entry-point
-runs share JAX's persistent compilation cache (the killed and resumed runs load
-the reference run's programs).
+runs load their programs from the session's compilation cache (tests/conftest.py: the
+killed and resumed runs load the reference run's programs).
 """
 
 import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import jax
@@ -25,7 +24,6 @@ from jax_rl.envs import UnknownEnvironmentError, playground
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "jax_rl" / "main_brax.py"
-COMPILATION_CACHE = tempfile.mkdtemp(prefix="jax_rl-test-playground-cache-")
 LIMIT = 5  # the short time limit of the adapter tests
 N = 4  # environments: one shape, so that the step compiles once
 
@@ -146,7 +144,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "JAX_COMPILATION_CACHE_DIR": COMPILATION_CACHE, **(env or {})},
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -195,8 +193,7 @@ class TestEntryPoint:
         """20-step episodes: 20 frames each; the evaluation loads the render's program."""
         result, out = runs("SAC")
         assert result.returncode == 0, result.stderr
-        cache = {"JAX_COMPILATION_CACHE_DIR": COMPILATION_CACHE}
-        evaluation = render_and_evaluate(out, tmp_path / "cartpole.mp4", 40, cache)
+        evaluation = render_and_evaluate(out, tmp_path / "cartpole.mp4", 40)
         assert all(0 <= r <= 20 for r in evaluation["returns"])
 
     def test_a_population_of_two_sac_agents_learns_to_balance(self, tmp_path):
