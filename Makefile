@@ -28,7 +28,7 @@ lint: init
 
 # Faults survived: a run SIGKILLed at random moments (20 kills on the host loop, 10 on the
 # device loop), resumed each time, must end bitwise equal to the run left alone; writes
-# docs/benchmarks/chaos.md (about 25 minutes on 2 cores; nothing else running).
+# docs/benchmarks/chaos.md (about 20 minutes on 2 cores; nothing else running).
 chaos: init
 	$(BIN)/python -m jax_rl.chaos
 

@@ -4,14 +4,19 @@ and again, must end bitwise equal to the same run left alone.
     python -m jax_rl.chaos                       # make chaos: 20 kills (host), 10 (device)
     python -m jax_rl.chaos --loops host --kills 3 --out /tmp/chaos   # a short one
 
-For each loop: one uninterrupted reference run; then the same command, killed with
-SIGKILL (no handler runs) at a moment drawn uniformly over the reference's wall time,
-continued with `--resume` (or started afresh where no checkpoint was complete yet), until
-it has been killed `--kills` times and then finishes. Checkpoints are written every few
-steps, so some kills land while one is being written (counted: an Orbax temporary folder
-is left behind at that moment). At the end: the final parameters (agent.msgpack) equal
-the reference's byte for byte, so do the evaluations, no temporary folder is left, and
-every kept checkpoint loads. Writes <out>/chaos.md and chaos.json.
+For each loop: one uninterrupted reference run (timed: its start-up, to the first
+checkpoint on disk, and its training after that); then the same command, killed with
+SIGKILL (no handler runs), continued with `--resume` (or started afresh where no checkpoint
+was complete yet), until it has been killed `--kills` times and then finishes. One kill in
+five lands in the start-up (a moment drawn uniformly over the reference's); the others
+while it trains: once the process has begun its first checkpoint, at a moment drawn
+uniformly over the reference's training time left from its newest checkpoint's step.
+Drawing them all over the whole wall time would put most of them in the compilation (a
+device-loop run's start-up is most of a tiny run's time) and test few resumes. Checkpoints
+are written every few steps, so some kills land while one is being written (counted: an
+Orbax temporary folder is left behind at that moment). At the end: the final parameters
+(agent.msgpack) equal the reference's byte for byte, so do the evaluations, no temporary
+folder is left, and every kept checkpoint loads. Writes <out>/chaos.md and chaos.json.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ RUNS = {
     ),
 }  # fmt: skip
 DEFAULT_KILLS = {"host": 20, "device": 10}
+START_UP_SHARE = 0.2  # of the kills, drawn over the start-up rather than the training
 
 
 def run_command(loop: str, *extra: str) -> list[str]:
@@ -68,7 +74,47 @@ def evaluations(folder: Path) -> list[tuple[str, str, str]]:
 
 def leftovers(folder: Path) -> list[Path]:
     """Temporary folders of checkpoints that were being written."""
-    return sorted(p for p in folder.rglob(f"*{TMP_SUFFIX}*"))
+    while True:
+        try:
+            return sorted(p for p in folder.rglob(f"*{TMP_SUFFIX}*"))
+        except FileNotFoundError:  # a running process removed a folder as it was listed
+            continue
+
+
+def newest_step(folder: Path) -> int | None:
+    """The newest complete checkpoint's step in a run folder, or None."""
+    try:
+        names = [p.name for p in (folder / "checkpoints").iterdir()]
+    except FileNotFoundError:
+        return None
+    return max((int(name) for name in names if name.isdigit()), default=None)
+
+
+def until_first_checkpoint(
+    process: subprocess.Popen, folder: Path, newest: int | None, poll: float = 0.05
+) -> float | None:
+    """Seconds until the process begins its first checkpoint (a new temporary folder, or a
+    step newer than `newest`, appears in `folder`); None if it ends first. A temporary
+    folder left by the previous kill does not count."""
+    started, stale = time.perf_counter(), set(leftovers(folder))
+    while process.poll() is None:
+        if set(leftovers(folder)) - stale or (newest_step(folder) or -1) > (newest or -1):
+            return time.perf_counter() - started
+        time.sleep(poll)
+    return None
+
+
+def ends_within(process: subprocess.Popen, seconds: float) -> bool:
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def total_steps(loop: str) -> int:
+    flags = RUNS[loop][1]
+    return int(flags[flags.index("--max_timesteps") + 1])
 
 
 def checkpoints_load(folder: Path) -> tuple[list[int], list[str]]:
@@ -96,13 +142,19 @@ def chaos(loop: str, kills: int, work: Path, seed: int, env: dict[str, str]) -> 
     rng = np.random.default_rng(seed)
     reference, run_dir = work / f"{loop}-reference", work / f"{loop}-chaos"
     started = time.perf_counter()
-    done = subprocess.run(
-        run_command(loop, "--save_dir", str(reference)), env=env, capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the reference {loop} run failed:\n{done.stderr[-2000:]}")
+    process = subprocess.Popen(
+        run_command(loop, "--save_dir", str(reference)), env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    start_up = until_first_checkpoint(process, reference, newest_step(reference))
+    stderr = process.communicate()[1].decode()
+    if process.returncode != 0:
+        raise RuntimeError(f"the reference {loop} run failed:\n{stderr[-2000:]}")
     reference_seconds = time.perf_counter() - started
-    killed, during_write, fresh_starts, resumes, attempts = 0, 0, 0, 0, 0
+    start_up = reference_seconds if start_up is None else start_up
+    training = reference_seconds - start_up
+    steps = total_steps(loop)
+    killed, during_write, in_start_up, fresh_starts, resumes, attempts = 0, 0, 0, 0, 0, 0
     seen_steps: set[int] = set()
     while True:
         has_checkpoint = (run_dir / "checkpoints").is_dir() and any(
@@ -114,16 +166,23 @@ def chaos(loop: str, kills: int, work: Path, seed: int, env: dict[str, str]) -> 
             shutil.rmtree(run_dir, ignore_errors=True)
             extra, fresh_starts = ["--save_dir", str(run_dir)], fresh_starts + 1
         attempts += 1
+        newest = newest_step(run_dir)
         process = subprocess.Popen(
             run_command(loop, *extra), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         if killed < kills:
-            try:
-                process.wait(timeout=rng.uniform(0.2, 1.0) * reference_seconds)
-            except subprocess.TimeoutExpired:
+            early = rng.random() < START_UP_SHARE
+            if early:  # somewhere in the start-up: imports, compilation, the first steps
+                wait = rng.uniform(0.0, 1.0) * start_up
+            else:  # while it trains: the clock starts as it begins its first checkpoint
+                began = until_first_checkpoint(process, run_dir, newest)
+                left = training * (1 - (newest or 0) / steps)
+                wait = None if began is None else rng.uniform(0.0, 1.0) * left
+            if wait is not None and not ends_within(process, wait):
                 process.send_signal(signal.SIGKILL)
                 process.wait()
                 killed += 1
+                in_start_up += early
                 during_write += bool(leftovers(run_dir))
                 if (run_dir / "checkpoints").is_dir():
                     seen_steps |= {
@@ -151,11 +210,13 @@ def chaos(loop: str, kills: int, work: Path, seed: int, env: dict[str, str]) -> 
         "command": " ".join(run_command(loop)[1:]).replace(str(ROOT) + "/", ""),
         "kills": killed,
         "kills_while_writing_a_checkpoint": during_write,
+        "kills_in_start_up": in_start_up,
         "resumes": resumes,
         "fresh_starts": fresh_starts,
         "processes_started": attempts,
         "checkpoint_steps_seen": len(seen_steps | set(kept)),
         "reference_seconds": round(reference_seconds, 1),
+        "reference_start_up_seconds": round(start_up, 1),
         "chaos_seconds": round(time.perf_counter() - started - reference_seconds, 1),
         "final_agent_bitwise_equal": same_agents,
         "evaluations_equal": same_evaluations,
@@ -178,21 +239,24 @@ def markdown(rows: list[dict[str, Any]], machine: dict[str, Any]) -> str:
     lines = [
         "# Chaos: runs killed at random moments and resumed (`make chaos`)",
         "",
-        "Each row: one tiny run SIGKILLed at moments drawn uniformly over the uninterrupted "
-        "run's wall time, resumed from its newest checkpoint after every kill (or started "
+        "Each row: one tiny run SIGKILLed at random moments (one kill in five drawn over the "
+        "start-up, the others over the training time left once the process has begun its "
+        "first checkpoint), resumed from its newest checkpoint after every kill (or started "
         "afresh where none was complete), until it had been killed the number of times shown "
         "and then finished; checked against the same run left alone "
         "(`python -m jax_rl.chaos`, jax_rl/chaos.py).",
         "",
-        "| loop | kills survived | of them while writing a checkpoint | resumes | fresh starts "
+        "| loop | kills survived | of them in the start-up | of them while writing a "
+        "checkpoint | resumes | fresh starts "
         "| checkpoint steps seen on disk (two kept at a time) | final parameters bitwise equal "
         "| evaluations equal "
         "| temporary folders left | checkpoints failing to load | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['loop']} | {r['kills']} | {r['kills_while_writing_a_checkpoint']} | "
+            f"| {r['loop']} | {r['kills']} | {r.get('kills_in_start_up', 'n/a')} | "
+            f"{r['kills_while_writing_a_checkpoint']} | "
             f"{r['resumes']} | {r['fresh_starts']} | {r['checkpoint_steps_seen']} | "
             f"{'yes' if r['final_agent_bitwise_equal'] else '**no**'} | "
             f"{'yes' if r['evaluations_equal'] else '**no**'} | "
@@ -241,14 +305,16 @@ def main(argv: list[str] | None = None) -> int:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
     rows = []
-    with tempfile.TemporaryDirectory(prefix="jax_rl-chaos-") as work:
-        for loop in loops:
-            kills = args.kills or DEFAULT_KILLS[loop]
-            print(f"chaos: {loop} loop, {kills} kills ...", file=sys.stderr, flush=True)
-            row = chaos(loop, kills, Path(work), args.seed, env)
-            print(json.dumps(row), file=sys.stderr, flush=True)
-            rows.append(row)
-    shutil.rmtree(cache, ignore_errors=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="jax_rl-chaos-") as work:
+            for loop in loops:
+                kills = args.kills or DEFAULT_KILLS[loop]
+                print(f"chaos: {loop} loop, {kills} kills ...", file=sys.stderr, flush=True)
+                row = chaos(loop, kills, Path(work), args.seed, env)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                rows.append(row)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     info = machine()
