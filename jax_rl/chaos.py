@@ -172,6 +172,7 @@ def chaos(loop: str, kills: int, work: Path, seed: int, env: dict[str, str]) -> 
         )
         if killed < kills:
             early = rng.random() < START_UP_SHARE
+            wait: float | None
             if early:  # somewhere in the start-up: imports, compilation, the first steps
                 wait = rng.uniform(0.0, 1.0) * start_up
             else:  # while it trains: the clock starts as it begins its first checkpoint
