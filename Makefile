@@ -33,7 +33,7 @@ chaos: init
 	$(BIN)/python -m jax_rl.chaos
 
 # SAC on the host loop for 1M steps, resident memory and s / 1000 steps every 50k; writes
-# docs/benchmarks/soak.md (about 1.5-2.5 hours on 2 cores; nothing else running).
+# docs/benchmarks/soak.md (about 2.5 hours on one core of this machine; nothing else running).
 soak: init
 	$(BIN)/python -m jax_rl.soak
 
