@@ -81,13 +81,18 @@ def leftovers(folder: Path) -> list[Path]:
             continue
 
 
+def checkpoint_steps(folder: Path) -> set[int]:
+    """The steps of the complete checkpoints in a run folder, by listing it: cheap enough to
+    poll while the run writes (a `Checkpointer` would build an Orbax manager each time)."""
+    try:
+        return {int(p.name) for p in (folder / "checkpoints").iterdir() if p.name.isdigit()}
+    except FileNotFoundError:  # no checkpoint yet, or the folder went as it was listed
+        return set()
+
+
 def newest_step(folder: Path) -> int | None:
     """The newest complete checkpoint's step in a run folder, or None."""
-    try:
-        names = [p.name for p in (folder / "checkpoints").iterdir()]
-    except FileNotFoundError:
-        return None
-    return max((int(name) for name in names if name.isdigit()), default=None)
+    return max(checkpoint_steps(folder), default=None)
 
 
 def until_first_checkpoint(
@@ -157,16 +162,13 @@ def chaos(loop: str, kills: int, work: Path, seed: int, env: dict[str, str]) -> 
     killed, during_write, in_start_up, fresh_starts, resumes, attempts = 0, 0, 0, 0, 0, 0
     seen_steps: set[int] = set()
     while True:
-        has_checkpoint = (run_dir / "checkpoints").is_dir() and any(
-            p.name.isdigit() for p in (run_dir / "checkpoints").iterdir()
-        )
-        if has_checkpoint:
+        newest = newest_step(run_dir)
+        if newest is not None:
             extra, resumes = ["--resume", str(run_dir)], resumes + 1
         else:  # killed before its first complete checkpoint: start again from nothing
             shutil.rmtree(run_dir, ignore_errors=True)
             extra, fresh_starts = ["--save_dir", str(run_dir)], fresh_starts + 1
         attempts += 1
-        newest = newest_step(run_dir)
         process = subprocess.Popen(
             run_command(loop, *extra), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -185,10 +187,7 @@ def chaos(loop: str, kills: int, work: Path, seed: int, env: dict[str, str]) -> 
                 killed += 1
                 in_start_up += early
                 during_write += bool(leftovers(run_dir))
-                if (run_dir / "checkpoints").is_dir():
-                    seen_steps |= {
-                        int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()
-                    }
+                seen_steps |= checkpoint_steps(run_dir)
                 continue
         stderr = process.communicate()[1].decode()
         if process.returncode != 0:

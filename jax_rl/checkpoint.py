@@ -74,7 +74,16 @@ def _manager(directory: Path, create: bool, owner: bool = False) -> Any:
         max_to_keep=2, enable_async_checkpointing=False, create=create,
         cleanup_tmp_directories=owner,
     )  # fmt: skip
-    return ocp.CheckpointManager(directory.absolute(), options=options, item_names=(ARRAYS, META))
+    manager = ocp.CheckpointManager(
+        directory.absolute(), options=options, item_names=(ARRAYS, META)
+    )
+    # Orbax runs that clean-up in a background thread and waits for it only in its next
+    # save; a process that exits before any save (refusing to resume, say) would have that
+    # thread fail at interpreter shutdown with a traceback. Wait for it here: it is brief.
+    wait_for_cleanup = getattr(manager, "_maybe_await_cleanup_tmp_directory", None)
+    if owner and wait_for_cleanup is not None:
+        wait_for_cleanup()
+    return manager
 
 
 class Checkpointer:
@@ -90,6 +99,13 @@ class Checkpointer:
         if self._mgr is None:
             self._mgr = _manager(self.directory, create=True, owner=self.owner)
         return self._mgr
+
+    def close(self) -> None:
+        """Wait for Orbax's background work and release it (a process refusing to start
+        calls this before it exits); the checkpointer opens again when next used."""
+        if self._mgr is not None:
+            self._mgr.close()
+            self._mgr = None
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or None when there is none."""

@@ -43,7 +43,7 @@ from typing import Any, NoReturn, TypeVar
 
 ENGINES = ("local", "ray")
 RETRIES = 3  # Ray's retries of a job whose worker was lost
-KILL_AT_STEP = "JAX_RL_KILL_AT_STEP"  # the loops' fault injection (jax_rl.cli)
+KILL_AT_STEP = "JAX_RL_KILL_AT_STEP"  # the loops' fault injection (jax_rl.resuming)
 KILL_JOB = "JAX_RL_KILL_JOB"  # test only: which job's first attempt it kills (default: all)
 CONNECT_TIMEOUT_S = 5.0
 T = TypeVar("T")

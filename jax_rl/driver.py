@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
 
-from jax_rl import cli, cluster, presets
+from jax_rl import cli, cluster, outputs, presets, resuming
 from jax_rl.trainers import EVAL_SEED_OFFSET, Outcome
 
 
@@ -282,7 +282,7 @@ def resolve_settings(
     applied, given = {}, explicit_flags(parser, argv)
     if preset is not None:
         applied = apply_preset(parser, args, preset, given)
-    cli.check_save_dir(args)
+    resuming.check_save_dir(args)
     cli.check_watch_flags(args)
     algo, algo_config, sweep = cli.build_algo_config(args)
     if getattr(algo_config, "exploration_noise_min", 0) > 0 and not getattr(
@@ -337,10 +337,10 @@ def run(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Ba
 
         given_argv = sys.argv[1:] if argv is None else argv
         code = subpopulations.train_on_ray(s, backend, given_argv, name, run_part)
-        return Finished(code, cli.save_dir_of(args, name).absolute())
+        return Finished(code, resuming.save_dir_of(args, name).absolute())
     trainer, save_dir, control = prepare(s, backend, name)
     print(
-        f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
+        f"jax_rl: {outputs.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
         f"settings: {s.resolution()}. Loading and compiling (a minute or two on a CPU)...",
         file=sys.stderr,
         flush=True,
@@ -367,9 +367,13 @@ def run(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Ba
 def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, Any]:
     """Open the environments; check the replay fits and any checkpoint (exit 2 if not)."""
     trainer = open_trainer(s, backend)
-    save_dir = cli.save_dir_of(s.args, name)
-    defaults = cli.identity_defaults(s.loop_config, s.algo_config)
-    return trainer, save_dir, cli.run_control(s.args, save_dir, identity_of(s, backend), defaults)
+    save_dir = resuming.save_dir_of(s.args, name)
+    defaults = resuming.identity_defaults(s.loop_config, s.algo_config)
+    return (
+        trainer,
+        save_dir,
+        resuming.run_control(s.args, save_dir, identity_of(s, backend), defaults),
+    )
 
 
 def open_trainer(s: Settings, backend: Backend) -> Trainer:
@@ -389,9 +393,9 @@ def open_trainer(s: Settings, backend: Backend) -> Trainer:
 
 
 def identity_of(s: Settings, backend: Backend) -> dict[str, Any]:
-    """The run's identity, as its checkpoints store it (`cli.run_identity`)."""
+    """The run's identity, as its checkpoints store it (`resuming.run_identity`)."""
     args = s.args
-    return cli.run_identity(
+    return resuming.run_identity(
         args,
         s.loop_config,
         s.algo_config,
@@ -434,8 +438,8 @@ def train_part(s: Settings, backend: Backend, part_dir: Path, agent_dirs: Sequen
     trainer = open_trainer(s, backend)
     # The part's own agents in its identity: no part continues another's checkpoint.
     identity = {**identity_of(s, backend), "agents": [a.index for a in s.agents]}
-    defaults = cli.identity_defaults(s.loop_config, s.algo_config)
-    control = cli.run_control(s.args, part_dir, identity, defaults)
+    defaults = resuming.identity_defaults(s.loop_config, s.algo_config)
+    control = resuming.run_control(s.args, part_dir, identity, defaults)
     return train(s, backend, trainer, part_dir, control, agent_dirs)
 
 
@@ -448,14 +452,14 @@ def train(
     agent_dirs: Sequence[Path] | None = None,
 ) -> int:
     """Write the configs, train, write the summaries; the exit code. The agents' folders
-    are `agent_dirs`, by default those of `cli.agent_dirs`."""
+    are `agent_dirs`, by default those of `outputs.agent_dirs`."""
     from jax_rl.logger import PopulationLogger
     from jax_rl.trackers import TrackerError
 
     args, agents, loop_config = s.args, s.agents, s.loop_config
     total = loop_config.total_steps
     if agent_dirs is None:
-        agent_dirs = cli.agent_dirs(save_dir, agents, args.policy)
+        agent_dirs = outputs.agent_dirs(save_dir, agents, args.policy)
     logger = PopulationLogger.create(
         save_dir,
         agent_dirs,
@@ -476,11 +480,11 @@ def train(
     }
     recorder = None
     try:
-        cli.write_configs(logger, run_config, agents, configs, s.sweep, args.policy)
+        outputs.write_configs(logger, run_config, agents, configs, s.sweep, args.policy)
         recorder = video_recorder(s, backend, logger)
         logger.message(f"training {trainer.describe(loop_config)}; writing to {save_dir}")
         seeds = [a.seed for a in agents]
-        outcome = cli.guarded(
+        outcome = resuming.guarded(
             lambda: trainer.train(s.algo, configs, seeds, loop_config, logger, control, recorder)
         )
     except TrackerError as e:
@@ -527,7 +531,7 @@ def _report(
     """Write the summaries and print the final line(s)."""
     finals = [rows[-1] for rows in outcome.evaluations]
     common = {"env_steps": total, "wall_time": logger.wall_time}
-    table = cli.write_summaries(
+    table = outputs.write_summaries(
         save_dir,
         logger,
         agents,

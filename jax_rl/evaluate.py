@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jax_rl import cli
+from jax_rl import cli, outputs
 from jax_rl.driver import OneLineErrorParser
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def evaluate_agent(run: SavedRun, agent: SavedAgent, args: argparse.Namespace) -
         "returns": returns,
     }
     path = result_path(agent.directory, args.checkpoint)
-    path.write_text(json.dumps(cli.json_safe(result), indent=2))
+    path.write_text(json.dumps(outputs.json_safe(result), indent=2))
     which = "final agent" if args.checkpoint is None else f"checkpoint {args.checkpoint}"
     print(
         f"{agent.name} ({which}): return {stats['mean']:.1f} +- {stats['std']:.1f} "

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jax_rl import cli, cluster
+from jax_rl import cli, cluster, outputs, resuming
 from jax_rl.population import AgentSpec
 
 # The driver's settings of a run (`driver.Settings`) and its entry point's backend
@@ -108,7 +108,7 @@ def train_on_ray(
         payload = (entry, worker_argv, [a.index for a in part], top, run_part)
         submissions.append(cluster.Submission(job, train_part_in_worker, payload))
     print(
-        f"jax_rl: {cli.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
+        f"jax_rl: {outputs.describe_population(agents, s.sweep, name)} on {backend.kind} {s.task}; "
         f"settings: {s.resolution()}; {len(parts)} Ray tasks of up to {per_worker} agents, "
         f"writing to {top}",
         file=sys.stderr,
@@ -135,7 +135,7 @@ def train_on_ray(
 def check_folder(args: Any, name: str) -> Path:
     """The run's folder (absolute): refuses to start over an earlier run's checkpoints, or
     to continue (--resume) a folder without sub-populations (exit 2)."""
-    top = cli.save_dir_of(args, name).absolute()
+    top = resuming.save_dir_of(args, name).absolute()
     parts = top / "parts"
     held = [p.parent for p in [top / "checkpoints", *parts.glob("*/checkpoints")] if p.is_dir()]
     if args.resume is None and held:
@@ -185,7 +185,7 @@ def write_run(
     config = {k: v for k, v in results[0].config.items() if k not in ("agents", "sweep")}
     config |= {
         "sweep": s.sweep,
-        "agents": cli.agent_records(s.agents, policy),
+        "agents": outputs.agent_records(s.agents, policy),
         "engine": {"name": "ray", "parts": [part_name(p) for p in parts]},
     }
     (top / "config.json").write_text(json.dumps(config, indent=2, default=str))
@@ -196,7 +196,7 @@ def write_run(
         **_mean_over_agents(results),
     }
     title = f"{policy} on {backend.kind} {s.task}: final eval return at {total:,} environment steps"
-    return cli.write_ranking(top, s.agents, policy, title, finals, overall)
+    return outputs.write_ranking(top, s.agents, policy, title, finals, overall)
 
 
 def _mean_over_agents(results: Sequence[PartResult]) -> dict[str, float]:

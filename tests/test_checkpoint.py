@@ -107,6 +107,25 @@ def test_a_corrupt_checkpoint_is_an_error_not_a_traceback(tmp_path):
         Checkpointer(tmp_path / "empty").read_meta()
 
 
+def test_only_the_owner_clears_a_killed_saves_leftovers_and_close_reopens(tmp_path):
+    from jax_rl.chaos import leftovers
+
+    Checkpointer(tmp_path / "c").save(10, {"x": jnp.ones(2)}, {})
+    killed = tmp_path / "c" / "20.orbax-checkpoint-tmp-1234567"  # a save killed midway
+    (killed / "arrays").mkdir(parents=True)
+    reader = Checkpointer(tmp_path / "c")  # a reader must leave it: it may be a live save
+    assert reader.latest_step() == 10
+    reader.close()
+    assert leftovers(tmp_path / "c") == [killed]
+    owner = Checkpointer(tmp_path / "c", owner=True)
+    assert owner.latest_step() == 10
+    # Done once opened (Orbax's own clean-up thread would be waited for only by a save).
+    assert leftovers(tmp_path / "c") == []
+    owner.close()  # what a refusing process calls before it exits
+    owner.close()  # twice is harmless, and the checkpointer opens again when used
+    assert owner.latest_step() == 10
+
+
 def test_settings_that_changed_are_listed():
     stored = {"policy": "SAC", "actor_lr": 3e-4, "hidden_sizes": [256, 256], "max_timesteps": 10}
     check_same_run(

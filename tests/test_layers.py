@@ -18,14 +18,14 @@ FLOORS: list[tuple[str, set[str]]] = [
         {
             "quiet", "transition", "normalization", "networks", "noise", "replay",
             "timing", "checkpoint", "population", "presets", "cluster", "trackers", "video",
-            "plot", "logger", "envs", "envs.observation", "envs.brax", "envs.dm_control",
-            "envs.gymnasium", "envs.probes", "envs.playground", "envs.point_mass",
-            "algos.categorical", "algos.common", "algos.sale",
+            "plot", "logger", "outputs", "envs", "envs.observation", "envs.brax",
+            "envs.dm_control", "envs.gymnasium", "envs.probes", "envs.playground",
+            "envs.point_mass", "algos.categorical", "algos.common", "algos.sale",
         },
     ),
     ("learners", {"algos", "algos.td3", "algos.sac", "algos.mpo"}),
     ("loops", {"loops", "loops.common", "loops.nstep", "loops.host", "loops.device"}),
-    ("flags", {"cli"}),
+    ("flags", {"cli", "resuming"}),
     ("trainers", {"trainers", "subpopulations", "play"}),
     ("driver", {"driver", "saved"}),
     (
