@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -226,6 +226,22 @@ class SimbaBlock(nn.Module):
         return x + h.astype(x.dtype)
 
 
+def orthogonal(scale: float = 1.0) -> Callable[..., jax.Array]:
+    """Flax's orthogonal initialiser, computed one matrix at a time under `vmap` (same values).
+
+    Batched (the ensemble's and the population's vmaps make the batch), jaxlib's QR on the
+    CPU splits its batch over XLA's thread pool and waits for the pieces; two such QRs
+    side by side in one jitted initialisation can hold every thread of a 2-thread pool
+    and wait forever (seen on 2 cores). One matrix at a time, nothing waits on the pool.
+    """
+    base = nn.initializers.orthogonal(scale)
+
+    def init(key: jax.Array, shape: tuple, dtype: Any = jnp.float32) -> jax.Array:
+        return jax.custom_batching.sequential_vmap(lambda k: base(k, shape, dtype))(key)
+
+    return init
+
+
 class Simba(nn.Module):
     """SimBa: Linear(width) -> `blocks` x SimbaBlock -> LayerNorm -> Linear(output).
 
@@ -242,12 +258,11 @@ class Simba(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         dtype = MATMUL_DTYPES[self.matmul_dtype]
-        orthogonal = nn.initializers.orthogonal(1.0)
-        x = nn.Dense(self.width, kernel_init=orthogonal, dtype=dtype)(x).astype(jnp.float32)
+        x = nn.Dense(self.width, kernel_init=orthogonal(), dtype=dtype)(x).astype(jnp.float32)
         for _ in range(self.blocks):
             x = SimbaBlock(self.matmul_dtype)(x)
         x = LayerNorm()(x)
-        out = nn.Dense(self.output_size, kernel_init=orthogonal, dtype=dtype)(x)
+        out = nn.Dense(self.output_size, kernel_init=orthogonal(), dtype=dtype)(x)
         return out.astype(jnp.float32)
 
 
@@ -268,10 +283,8 @@ class HyperDense(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        orthogonal = nn.initializers.orthogonal(1.0)
-
         def init(key: jax.Array, shape: tuple, dtype: Any = jnp.float32) -> jax.Array:
-            return l2_normalize(orthogonal(key, shape, dtype), axis=-2)
+            return l2_normalize(orthogonal()(key, shape, dtype), axis=-2)
 
         kernel = self.param("kernel", init, (x.shape[-1], self.features), jnp.float32)
         dtype = MATMUL_DTYPES[self.matmul_dtype] or jnp.float32

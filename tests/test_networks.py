@@ -1,4 +1,5 @@
 import math
+import re
 
 import flax.linen
 import jax
@@ -189,6 +190,21 @@ def test_simba_network_layout_and_shapes():
     assert params["SimbaBlock_0"]["Dense_0"]["kernel"].shape == (16, 64)  # 4x expansion
     assert params["Dense_1"]["kernel"].shape == (16, 4)  # the head, after the final LayerNorm
     assert "LayerNorm_0" in params
+
+
+def test_orthogonal_init_is_flaxs_one_matrix_at_a_time_under_vmap():
+    """The same values as Flax's initialiser, batched by two vmaps (an ensemble in a
+    population), with orthonormal columns; under vmap the QRs run one matrix at a time."""
+    keys = jax.random.split(jax.random.key(3), 6).reshape(2, 3)
+    ours = jax.jit(jax.vmap(jax.vmap(lambda k: networks.orthogonal()(k, (5, 4)))))(keys)
+    flax_init = flax.linen.initializers.orthogonal(1.0)
+    theirs = jax.vmap(jax.vmap(lambda k: flax_init(k, (5, 4))))(keys)
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_allclose(ours[1, 2].T @ ours[1, 2], np.eye(4), atol=1e-6)
+    assert not np.allclose(ours[0, 0], ours[0, 1])  # each matrix from its own key
+    jaxpr = str(jax.make_jaxpr(jax.vmap(lambda k: networks.orthogonal()(k, (5, 4))))(keys[0]))
+    shapes = re.findall(r"\w+:(f32\[[\d,]*\]) \w+:f32\[[\d,]*\] = qr\[", jaxpr)
+    assert shapes == ["f32[5,4]"], jaxpr  # one QR, of one matrix (in a loop over the batch)
 
 
 def unit(v):

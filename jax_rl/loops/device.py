@@ -237,7 +237,8 @@ def init_population(
         return init_carry(algo, algo_config, env, config, key)
 
     axes = carry_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
-    carry = population.over_agents(one, (0, 0), axes, len(keys))(configs, keys)
+    # Jitted, like the host loop's: eagerly, each operation would compile on its own.
+    carry = jax.jit(population.over_agents(one, (0, 0), axes, len(keys)))(configs, keys)
     # Brax's reset may hand back one array under several names; the chunks donate
     # the carry, and XLA refuses to donate one buffer twice.
     return jax.tree_util.tree_map(jnp.copy, carry)

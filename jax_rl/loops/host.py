@@ -286,7 +286,9 @@ def init_population(
         return init_learner(algo, algo_config, obs_size, action_size, capacity, batch_size, key)
 
     axes = learner_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
-    over = population.over_agents(one, (0, 0), axes, len(seeds))
+    # Jitted: run eagerly, the initialisers would compile one small program per operation
+    # (about 20 s of a short run's start-up on one core).
+    over = jax.jit(population.over_agents(one, (0, 0), axes, len(seeds)))
     learner = over(population.stack(algo_configs), keys)
     # The steps donate the learner, and XLA refuses to donate one buffer twice: a learner
     # may hold one array under two names.
