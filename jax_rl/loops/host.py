@@ -287,7 +287,8 @@ def init_population(
 
     axes = learner_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
     # Jitted: run eagerly, the initialisers would compile one small program per operation
-    # (about 20 s of a short run's start-up on one core).
+    # (TD3: 133 programs instead of 25; 3-25 s of a short run's start-up on one core,
+    # measured on two machines).
     over = jax.jit(population.over_agents(one, (0, 0), axes, len(seeds)))
     learner = over(population.stack(algo_configs), keys)
     # The steps donate the learner, and XLA refuses to donate one buffer twice: a learner

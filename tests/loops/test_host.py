@@ -106,7 +106,7 @@ SIMBAV2 = {"actor_network": "simbav2", "critic_network": "simbav2", "hidden_size
 )
 def test_initialisation_is_one_compiled_program(algo, settings):
     """The initialisers run inside one jitted program. Run eagerly, each of their operations
-    compiled on its own (TD3: 133 programs, about 20 s of a run's start-up on one core).
+    compiled on its own (TD3: 133 programs, 25 here).
     SimbaV2's orthogonal initialisers (batched QRs) once hung this program on 2 cores."""
     configs = [algo.Config(**settings)] * 2
     # Sizes no other test uses: nothing of this initialisation is in the process's caches.
