@@ -307,12 +307,12 @@ def focus_help(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
 
 class HelpFormatter(argparse.HelpFormatter):
     """Each flag's default once: appended where the help does not already say it, and
-    never for a flag without one (None) or a switch."""
+    never for a flag without one (None or an empty string) or a switch."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if "default" in text or default is None or default is False or action.nargs == 0:
+        if "default" in text or default is None or default in (False, "") or action.nargs == 0:
             return text
         if default == argparse.SUPPRESS:
             return text

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = OneLineErrorParser(
         description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=cli.HelpFormatter,
     )
     add_selection_flags(parser)
     parser.add_argument("--episodes", type=int, default=10, help="episodes to evaluate on")

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = OneLineErrorParser(
         description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=cli.HelpFormatter,
     )
     add_selection_flags(parser)
     add = parser.add_argument

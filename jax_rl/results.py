@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from jax_rl import cluster, plot
+from jax_rl import cli, cluster, plot
 from jax_rl.envs import playground
 from jax_rl.logger import scratch_folder
 
@@ -262,7 +262,7 @@ SUITES = {
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=cli.HelpFormatter,
     )
     parser.add_argument(
         "--suite",
@@ -273,10 +273,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "200k steps; playground: the same six "
         "tasks on MuJoCo Playground, TD3/SAC/MPO, 100k steps, device pipeline",
     )
-    parser.add_argument("--tasks", default=None, help="the suite's tasks, comma-separated")
+    parser.add_argument(
+        "--tasks", default=None, help="the suite's tasks, comma-separated (default: all of them)"
+    )
     parser.add_argument("--learners", default=None, help="policies (default: the suite's)")
     parser.add_argument("--seeds", type=int, default=3, help="agents per run (seeds 0..n-1)")
-    parser.add_argument("--steps", type=int, default=None, help="env steps per agent")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="env steps per agent (default: the suite's)"
+    )
     parser.add_argument(
         "--runs_dir",
         type=Path,

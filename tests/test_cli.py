@@ -326,21 +326,23 @@ THIRD_PARTY_NOISE = ("Failed to import warp", "Failed to import mujoco_warp", "s
                      "Brax System, piplines")  # fmt: skip
 
 
-def test_start_up_shows_no_third_party_noise(tmp_path):
+def test_start_up_shows_no_third_party_noise(brax_runs):
     # A bad name: Brax and MJX are imported to list the valid names, nothing compiles.
     result = run("--env", "halfcheeta", script=BRAX_SCRIPT)
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr.startswith("error: unknown Brax environment")
-    # A real start: the start-up line comes first; halfcheetah's XML uses settotalmass.
-    result = run(
-        "--max_timesteps", "64", "--num_envs", "4", "--start_timesteps", "32",
-        "--batch_size", "8", "--hidden_sizes", "8", "--updates_per_step", "1",
-        "--eval_episodes", "1", "--episode_length", "5", "--log_freq", "32", "--no_progress",
-        "--checkpoint_every", "64", "--save_dir", str(tmp_path / "run"), script=BRAX_SCRIPT,
-    )  # fmt: skip
+    # Halfcheetah's XML uses settotalmass and Brax warns as it builds the model: the
+    # environment is opened, then the replay check refuses (exit 2) before anything compiles.
+    result = run("--env", "halfcheetah", "--replay_size", "100000000000", script=BRAX_SCRIPT)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == "" and result.stderr.count("\n") == 1, result.stderr
+    assert "ask for a smaller replay capacity" in result.stderr
+    # A real start (the module's Brax run): the start-up line comes first, no noise after.
+    result, _ = brax_runs("SAC")
     assert result.returncode == 0, result.stderr
-    assert result.stderr.startswith("jax_rl: brax-TD3-halfcheetah-seed0 on brax halfcheetah")
-    assert "compiling" in result.stderr.splitlines()[0]
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("jax_rl: brax-SAC-inverted_pendulum-seed0 on brax inverted_pendulum")
+    assert "compiling" in first
     output = result.stdout + result.stderr
     assert not [noise for noise in THIRD_PARTY_NOISE if noise in output], output
 
@@ -475,3 +477,23 @@ def test_help_groups_the_flags_and_shows_each_default_once(entry):
     # About a screen per page: the 263-line page of session 28 is gone (SAC's grew by the 7
     # flags of TD7's SALE and LAP in session 32).
     assert len(pages[None].splitlines()) < 100 and len(pages["SAC"].splitlines()) < 200
+
+
+@pytest.mark.parametrize("tool", ["results", "render", "evaluate"])
+def test_the_tools_help_shows_each_default_once(tool, capsys):
+    """The results, render and evaluate commands' --help: a default at most once per flag,
+    none for a flag that has none, the ones that exist shown."""
+    import importlib
+    import re
+
+    module = importlib.import_module(f"jax_rl.{tool}")
+    with pytest.raises(SystemExit) as exited:
+        (module.parse_args if tool == "results" else module.main)(["--help"])
+    assert exited.value.code == 0
+    page = capsys.readouterr().out
+    entries = re.split(r"\n  (?=-)", page)
+    assert all(entry.count("(default") <= 1 for entry in entries), page
+    assert "(default: None)" not in page and "(default: )" not in page
+    assert "(default: False)" not in page
+    shown = {"results": "(default: 5000)", "render": "(default: 320)", "evaluate": "(default: 10)"}
+    assert shown[tool] in page
