@@ -243,10 +243,11 @@ def _watch(job: Job, board: Any, stop: threading.Event) -> None:
 
 
 def latest_step(folder: Path) -> int | None:
-    """The step of the newest train.csv row under `folder` (None before the first)."""
+    """The step of the newest train.csv row under `folder` (None before the first); a row
+    still being written (no newline yet) does not count."""
     steps = []
     for path in folder.rglob("train.csv"):
-        lines = path.read_text().split()
+        lines = path.read_text().split("\n")[:-1]  # the text after the last newline: unfinished
         first = lines[-1].split(",", 1)[0] if len(lines) > 1 else ""
         if first.isdigit():
             steps.append(int(first))

@@ -316,12 +316,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--progress_every",
         type=float,
         default=60.0,
-        help="with --engine ray: seconds between a cell's lines of steps done",
+        help="seconds between a training cell's progress lines (its steps done; with "
+        "--engine local also the latest evaluation's returns)",
     )
     args = parser.parse_args(argv)
     problem = cluster.engine_problem(args)
     if problem is None and "--engine" in shlex.split(args.flags):
         problem = "--engine goes to jax_rl.results itself, not into --flags"
+    if problem is None and not args.progress_every > 0:  # also NaN
+        problem = (
+            f"--progress_every must be a positive number of seconds, got {args.progress_every}"
+        )
     if problem is None and args.adopt is not None:
         if args.tasks is None or args.learners is None or "," in args.tasks + args.learners:
             problem = "--adopt takes one cell: name one task with --tasks and one --learners"
@@ -492,21 +497,26 @@ def train_cell(
 ) -> bool:
     """Train (or continue) one cell; copy its results into the repository. False on failure."""
     run_dir = run_dir_of(args, task, learner)
-    flags = prepare_run(
-        args,
-        task,
-        learner,
-        settings,
-        lambda text: print(f"{label} {learner} on {task}: {text}", flush=True),
-    )
+
+    def say(text: str) -> None:
+        print(f"{label} {learner} on {task}: {text}", flush=True)
+
+    flags = prepare_run(args, task, learner, settings, say)
     log = log_of(args, task, learner)
     start = time.perf_counter()
-    with log.open("a") as out:
-        code = subprocess.call(
+    with (
+        log.open("a") as out,
+        subprocess.Popen(
             [sys.executable, str(ROOT / "jax_rl" / args.suite.entry_point), *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
-        )
+        ) as process,
+    ):
+        try:
+            code = wait_reporting(process, run_dir, args.steps, args.progress_every, say)
+        except BaseException:  # as subprocess.call: an interrupted sitting ends its run
+            process.kill()
+            raise
     if code != 0:
         print(f"{label} {learner} on {task}: exit code {code}; see {log}", flush=True)
         return False
@@ -518,6 +528,66 @@ def train_cell(
         flush=True,
     )
     return True
+
+
+def wait_reporting(
+    process: subprocess.Popen, run_dir: Path, total: int, every: float, say: Callable[[str], None]
+) -> int:
+    """Wait for the cell's run to end, saying every `every` seconds how far it is
+    (`progress_line`), when that changed; its exit code."""
+    said = None
+    while True:
+        try:
+            return process.wait(timeout=every)
+        except subprocess.TimeoutExpired:
+            line = progress_line(run_dir, total)
+            if line is not None and line != said:
+                say(line)
+                said = line
+
+
+def progress_line(run_dir: Path, total: int) -> str | None:
+    """How far a run is, from the CSVs it is writing: "45,000 / 100,000 steps; evaluation
+    at 45,000: 914 / 944 / 852" (one return per agent); None before its first row."""
+    step = cluster.latest_step(run_dir)
+    if step is None:
+        return None
+    text = f"{step:,} / {total:,} steps"
+    evaluation = latest_evaluation(run_dir)
+    if evaluation is not None:
+        at, returns = evaluation
+        text += f"; evaluation at {at:,}: {' / '.join(f'{r:.0f}' for r in returns)}"
+    return text
+
+
+def latest_evaluation(run_dir: Path) -> tuple[int, list[float]] | None:
+    """The newest step that every agent of the run has evaluated, and their returns there
+    (a row still being written is skipped); None before the first evaluation."""
+    agents = []
+    for path in sorted(run_dir.rglob("evaluations.csv")):
+        if "checkpoints" in path.relative_to(run_dir).parts:
+            continue
+        # The text after the last newline is a row still being written.
+        header, *lines = path.read_text().split("\n")[:-1] or [""]
+        names = header.split(",")
+        if "return_mean" not in names:  # not even its header written yet
+            return None
+        column, rows = names.index("return_mean"), {}
+        for line in lines:
+            fields = line.split(",")
+            try:
+                rows[int(fields[0])] = float(fields[column])
+            except (ValueError, IndexError):
+                continue  # not a row of numbers
+        if not rows:
+            return None
+        agents.append(rows)
+    if not agents:
+        return None
+    common = min(max(rows) for rows in agents)
+    if not all(common in rows for rows in agents):
+        return None
+    return common, [rows[common] for rows in agents]
 
 
 def result_files(run_dir: Path) -> list[Path]:

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from jax_rl import results
@@ -86,6 +87,7 @@ def test_bad_arguments_exit_2():
         ["--tasks", "cartpole"],
         ["--learners", "PPO"],
         ["--seeds", "0"],
+        ["--progress_every", "0"],
         ["--adopt", "run", "--learners", "SAC"],  # which task's cell?
         ["--adopt", "run", "--tasks", "walker-walk,cheetah-run", "--learners", "SAC"],
     ):
@@ -254,7 +256,21 @@ def test_a_run_with_other_settings_is_moved_aside_and_a_fresh_one_started(tmp_pa
     older = {**now, "algo": {**now["algo"], "discount": 0.98}}
     (run_dir / "config.json").write_text(json.dumps(older))
     calls = []
-    monkeypatch.setattr(results.subprocess, "call", lambda argv, **_: calls.append(argv) or 1)
+
+    class Run:  # the entry point's process, failing at once
+        def __init__(self, argv, **_):
+            calls.append(argv)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+        def wait(self, timeout=None):
+            return 1
+
+    monkeypatch.setattr(results.subprocess, "Popen", Run)
     assert not results.train_cell(args, "cartpole-swingup", "SAC", "[1/1]", now)
     aside = tmp_path / "runs" / "SAC-cartpole-swingup.replaced"
     assert (aside / "checkpoints" / "5000").is_dir()
@@ -356,3 +372,58 @@ def test_fewer_steps_than_the_table_never_write_under_docs(tmp_path, monkeypatch
     chosen = results.parse_args(["--steps", "1000", "--out", str(tmp_path / "mine")])
     assert chosen.out == tmp_path / "mine"
     assert results.parse_args([]).out == ROOT / "docs" / "results" / "dmc100k"
+
+
+def test_a_training_cell_says_how_far_it_is_while_it_trains(tmp_path):
+    """Every --progress_every seconds while the run trains: its steps and the newest
+    evaluation all its agents have finished, once per change; then the run's exit code."""
+    run = tmp_path / "TD3-walker-walk"
+    seeds = [run / "TD3-seed0", run / "TD3-seed1"]
+    for agent in seeds:
+        agent.mkdir(parents=True)
+
+    def write(name: str, *rows: str) -> Callable[[], None]:
+        def write_rows() -> None:
+            for agent, row in zip(seeds, rows, strict=True):
+                header = (  # the columns of the logger's files
+                    "step,wall_time,return_mean,return_std"
+                    if name == "evaluations.csv"
+                    else "step,wall_time,critic_loss"
+                )
+                path = agent / name
+                text = path.read_text() if path.exists() else header + "\n"
+                path.write_text(text + row)
+
+        return write_rows
+
+    class Run:  # the entry point's process as Popen has it: each wait() is one poll
+        def __init__(self, *polls):
+            self.polls = list(polls)
+
+        def wait(self, timeout):
+            assert timeout == 0.5
+            poll = self.polls.pop(0)
+            if isinstance(poll, int):
+                return poll
+            poll()
+            raise subprocess.TimeoutExpired("main_dm_control.py", timeout)
+
+    said: list[str] = []
+    process = Run(
+        lambda: None,  # compiling: nothing written yet, nothing said
+        write("evaluations.csv", "0,3.1,10.0,1.0\n", "0,3.1,12.4,1.0\n"),
+        write("train.csv", "1000,9.0,0.5\n", "1000,9.0,0.5\n"),
+        write("evaluations.csv", "1000,9.2,55.5,2.0\n", "1000,9.2,6"),  # seed 1's half written
+        lambda: None,  # no change: said once only
+        write("evaluations.csv", "", "1.2,3.0\n"),
+        write("train.csv", "20", "20"),  # half written: not 20 steps
+        write("train.csv", "00,15.1,0.4\n", "00,15.1,0.4\n"),
+        0,
+    )
+    code = results.wait_reporting(process, run, 3000, 0.5, said.append)
+    assert code == 0 and not process.polls
+    assert said == [
+        "1,000 / 3,000 steps; evaluation at 0: 10 / 12",
+        "1,000 / 3,000 steps; evaluation at 1,000: 56 / 61",
+        "2,000 / 3,000 steps; evaluation at 1,000: 56 / 61",
+    ]
