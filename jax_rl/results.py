@@ -928,4 +928,7 @@ def train_cell_in_worker(
 
 
 if __name__ == "__main__":
+    from jax_rl import quiet
+
+    quiet.install()  # reading a cell's settings opens its task: no settotalmass warning
     sys.exit(main())

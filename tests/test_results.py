@@ -98,6 +98,26 @@ def test_bad_arguments_exit_2():
         assert "error:" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_reading_a_cells_settings_prints_no_third_party_noise(tmp_path):
+    # HalfCheetah-v5's model uses MuJoCo's deprecated `settotalmass`: opening it to resolve
+    # the cell's settings warned on this process's stderr before quiet.install() here.
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "jax_rl.results", "--suite", "gym", "--tasks", "HalfCheetah-v5",
+            "--learners", "TD3", "--seeds", "1", "--runs_dir", str(tmp_path / "runs"),
+            "--out", str(tmp_path / "out" / "gym200k"), "--flags", "--replay_size 100000000000",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 1  # the run refused its replay size: the cell failed
+    assert result.stderr == "error: failed: TD3 on HalfCheetah-v5\n"
+    log = (tmp_path / "runs" / "TD3-HalfCheetah-v5.log").read_text()
+    assert (
+        log.startswith("error: a replay buffer of 100,000,000,000 rows")
+        and "\n" not in log.strip()
+    )
+
+
 def run_results(tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [
