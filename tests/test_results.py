@@ -113,8 +113,7 @@ def test_reading_a_cells_settings_prints_no_third_party_noise(tmp_path):
     assert result.stderr == "error: failed: TD3 on HalfCheetah-v5\n"
     log = (tmp_path / "runs" / "TD3-HalfCheetah-v5.log").read_text()
     assert (
-        log.startswith("error: a replay buffer of 100,000,000,000 rows")
-        and "\n" not in log.strip()
+        log.startswith("error: a replay buffer of 100,000,000,000 rows") and "\n" not in log.strip()
     )
 
 
