@@ -242,12 +242,18 @@ def _watch(job: Job, board: Any, stop: threading.Event) -> None:
             reported = step
 
 
+def complete_lines(path: Path) -> list[str]:
+    """The lines of a CSV that a run may be writing now, less the text after the last
+    newline (a row still being written)."""
+    return path.read_text().split("\n")[:-1]
+
+
 def latest_step(folder: Path) -> int | None:
     """The step of the newest train.csv row under `folder` (None before the first); a row
     still being written (no newline yet) does not count."""
     steps = []
     for path in folder.rglob("train.csv"):
-        lines = path.read_text().split("\n")[:-1]  # the text after the last newline: unfinished
+        lines = complete_lines(path)
         first = lines[-1].split(",", 1)[0] if len(lines) > 1 else ""
         if first.isdigit():
             steps.append(int(first))

@@ -567,8 +567,7 @@ def latest_evaluation(run_dir: Path) -> tuple[int, list[float]] | None:
     for path in sorted(run_dir.rglob("evaluations.csv")):
         if "checkpoints" in path.relative_to(run_dir).parts:
             continue
-        # The text after the last newline is a row still being written.
-        header, *lines = path.read_text().split("\n")[:-1] or [""]
+        header, *lines = cluster.complete_lines(path) or [""]
         names = header.split(",")
         if "return_mean" not in names:  # not even its header written yet
             return None
