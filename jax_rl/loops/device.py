@@ -179,16 +179,50 @@ def carry_axes(carry: Carry) -> Carry:
     )
 
 
+def _carry_keys(key: jax.Array) -> jax.Array:
+    """An agent's key -> its learner's, its environments', its episode draws' and its
+    carry's keys."""
+    return jax.random.split(key, 4)
+
+
+def reset_envs(env: BraxEnv, num_envs: int, key: jax.Array) -> EnvState:
+    """One agent's N environments in random initial states (the carry's `env`)."""
+    return env.reset(_carry_keys(key)[1], num_envs)
+
+
+@functools.lru_cache(maxsize=8)
+def _reset_program(env: BraxEnv, num_envs: int, size: int) -> Callable[[jax.Array], EnvState]:
+    """The jitted reset of a population's environments, keys [P] -> states [P, N, ...].
+
+    A program of its own, not part of the learner's initialisation: the physics' reset is
+    most of that program's compile time, and this one is the same for every learner and
+    setting on the environment (compiled once per process and environment object, and
+    loaded from the persistent compilation cache by the next process).
+    """
+
+    def reset_population(keys: jax.Array) -> EnvState:
+        reset = functools.partial(reset_envs, env, num_envs)
+        return population.over_agents(reset, (0,), 0, size)(keys)
+
+    return jax.jit(reset_population)
+
+
 def init_carry(
-    algo: ModuleType, algo_config: Any, env: BraxEnv, config: DeviceLoopConfig, key: jax.Array
+    algo: ModuleType,
+    algo_config: Any,
+    env: BraxEnv,
+    config: DeviceLoopConfig,
+    key: jax.Array,
+    env_state: EnvState,
 ) -> Carry:
-    """One agent: a fresh learner, an empty buffer and N environments in random initial
-    states. (The loop works on populations: see `init_population`.)"""
+    """One agent: a fresh learner, an empty buffer and its N environments `env_state`
+    (`reset_envs` with the same key). (The loop works on populations: see
+    `init_population`.)"""
     spec = replay_lib.ReplaySpec(
         config.capacity, env.obs_size, env.action_size, prioritized=prioritized(algo_config)
     )
     replay = replay_lib.create(spec)
-    agent_key, env_key, draw_key, key = jax.random.split(key, 4)
+    agent_key, _, draw_key, key = _carry_keys(key)
     agent = algo.init(agent_key, env.obs_size, env.action_size, algo_config, config.num_envs)
     sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, config.batch_size), key)
     pending = None
@@ -202,7 +236,7 @@ def init_carry(
         agent=agent,
         replay=replay,
         pending=pending,
-        env=env.reset(env_key, config.num_envs),
+        env=env_state,
         key=key,
         metric_sums=sums,
         num_updates=jnp.int32(0),
@@ -233,12 +267,18 @@ def init_population(
         raise ValueError(f"{len(algo_configs)} configs for {len(keys)} keys")
     configs = population.stack(algo_configs)
 
-    def one(algo_config: Any, key: jax.Array) -> Carry:
-        return init_carry(algo, algo_config, env, config, key)
+    env_states = _reset_program(env, config.num_envs, len(keys))(keys)
 
-    axes = carry_axes(jax.eval_shape(one, algo_configs[0], keys[0]))
+    def one(algo_config: Any, key: jax.Array, env_state: EnvState) -> Carry:
+        return init_carry(algo, algo_config, env, config, key, env_state)
+
+    one_env = jax.tree_util.tree_map(
+        lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), env_states
+    )
+    axes = carry_axes(jax.eval_shape(one, algo_configs[0], keys[0], one_env))
     # Jitted, like the host loop's: eagerly, each operation would compile on its own.
-    carry = jax.jit(population.over_agents(one, (0, 0), axes, len(keys)))(configs, keys)
+    init = population.over_agents(one, (0, 0, 0), axes, len(keys))
+    carry = jax.jit(init)(configs, keys, env_states)
     # Brax's reset may hand back one array under several names; the chunks donate
     # the carry, and XLA refuses to donate one buffer twice.
     return jax.tree_util.tree_map(jnp.copy, carry)

@@ -9,6 +9,8 @@ from jax_rl.logger import RunLogger
 from jax_rl.loops import device
 from jax_rl.loops.nstep import n_step_transition
 
+from .test_host import compiled_programs
+
 # Small enough to compile and run in well under a minute per learner on 2 cores.
 LOOP = dict(
     max_timesteps=6144,
@@ -100,6 +102,27 @@ def test_rounding_to_whole_chunks():
     assert config.iterations_per_chunk == 6 and config.chunk_steps == 96
     assert config.num_chunks == 11 and config.total_steps == 1056
     assert np.isfinite(config.total_steps)
+
+
+def test_the_environments_reset_is_compiled_once_for_every_learner():
+    # The physics' reset is most of an initialisation's compile time: it is a program of
+    # its own, which a second learner (or setting) on the same environment reuses.
+    env = BraxEnv("inverted_pendulum", "positional", episode_length=5)
+    loop = dict(max_timesteps=32, num_envs=4, updates_per_step=1, batch_size=4)
+    config = device.DeviceLoopConfig(**loop, start_timesteps=32, eval_freq=32, episode_length=5)
+    keys, _ = device.agent_keys([0])
+    carries, names = [], []
+    for algo in (td3, sac):
+        init = lambda a=algo: carries.append(  # noqa: E731
+            device.init_population(a, [a.Config(hidden_sizes=(8,))], env, config, keys)
+        )
+        names.append([n for n in compiled_programs(init) if n != "jit(copy)"])
+    assert "jit(reset_population)" in names[0] and "jit(reset_population)" not in names[1]
+    assert "jit(one)" in names[1]  # SAC's own initialisation
+    # Both start from the same environment states, as each would on its own.
+    np.testing.assert_array_equal(carries[0].env.obs, carries[1].env.obs)
+    alone = jax.jit(lambda k: env.reset(k, 4))(jax.random.split(keys[0], 4)[1])
+    np.testing.assert_array_equal(carries[1].env.obs[0], alone.obs)
 
 
 def test_n_step_transitions_are_built_from_the_one_step_ones():
