@@ -44,6 +44,7 @@ import itertools
 import json
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -492,6 +493,30 @@ def prepare_run(
     return flags
 
 
+class Stopped(Exception):
+    """SIGTERM reached this sitting (`main` turns it into this exception)."""
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise Stopped
+
+
+# How long a stopped sitting waits for its run to write a checkpoint and exit.
+STOP_SECONDS = 300.0
+
+
+def stop_run(process: subprocess.Popen) -> None:
+    """Stop a cell's run as its own SIGTERM handler does (a checkpoint, then exit), and wait
+    for it: a sitting stopped by a signal leaves no run training on behind it, which the
+    next sitting would meet in the same folder."""
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def train_cell(
     args: argparse.Namespace, task: str, learner: str, label: str, settings: dict[str, Any]
 ) -> bool:
@@ -514,7 +539,10 @@ def train_cell(
     ):
         try:
             code = wait_reporting(process, run_dir, args.steps, args.progress_every, say)
-        except BaseException:  # as subprocess.call: an interrupted sitting ends its run
+        except (Stopped, KeyboardInterrupt):  # the run saves its checkpoint, then the sitting ends
+            stop_run(process)
+            raise
+        except BaseException:  # as subprocess.call: a sitting that fails ends its run
             process.kill()
             raise
     if code != 0:
@@ -808,6 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"{learner} on {task}: adopted {args.adopt} into {args.out / task / learner}")
     elif not args.table_only:
+        signal.signal(signal.SIGTERM, _raise_stopped)
         if args.engine == "ray":  # joined first: an unreachable cluster stops it at once
             cluster.connect(args.address)
         import jax
@@ -930,4 +959,11 @@ if __name__ == "__main__":
     from jax_rl import quiet
 
     quiet.install()  # reading a cell's settings opens its task: no settotalmass warning
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (Stopped, KeyboardInterrupt) as stop:
+        print(
+            "stopped: a run in progress saved its checkpoint; the same command continues it",
+            file=sys.stderr,
+        )
+        sys.exit(128 + (signal.SIGTERM if isinstance(stop, Stopped) else signal.SIGINT))

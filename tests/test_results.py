@@ -2,12 +2,14 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jax_rl import results
+from jax_rl import cluster, results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,6 +156,35 @@ def test_an_interrupted_table_continues_from_the_checkpoint_then_skips_what_is_d
     again = run_results(tmp_path)
     assert again.returncode == 0
     assert "TD3 on cartpole-swingup: already in" in again.stdout
+
+
+def test_a_sitting_stopped_by_sigterm_stops_its_run_at_a_checkpoint(tmp_path):
+    # A scheduler's SIGTERM reaches the sitting, not its run: the sitting must pass it on
+    # and wait, or the run trains on unseen and the next sitting starts a second writer
+    # in the same folder.
+    sitting = subprocess.Popen(
+        [
+            sys.executable, "-m", "jax_rl.results", "--tasks", "cartpole-swingup",
+            "--learners", "TD3", "--seeds", "1", "--steps", "20000", "--checkpoint_every",
+            "100", "--runs_dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"),
+            "--flags", TINY,
+        ],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    run_dir, log = (
+        tmp_path / "runs" / "TD3-cartpole-swingup",
+        tmp_path / "runs" / "TD3-cartpole-swingup.log",
+    )
+    deadline = time.monotonic() + 300
+    while not run_dir.exists() or cluster.latest_step(run_dir) is None:
+        assert sitting.poll() is None and time.monotonic() < deadline
+        time.sleep(0.5)
+    sitting.send_signal(signal.SIGTERM)
+    _, stderr = sitting.communicate(timeout=300)
+    assert sitting.returncode == 128 + signal.SIGTERM
+    assert stderr.strip().splitlines()[-1].startswith("stopped: a run in progress saved")
+    assert "stopped by SIGTERM at step" in log.read_text()  # the run's own clean stop
+    assert list((run_dir / "checkpoints").iterdir())
 
 
 def test_a_sitting_narrowed_to_one_task_keeps_every_row_of_the_table(tmp_path):
