@@ -963,7 +963,7 @@ if __name__ == "__main__":
         sys.exit(main())
     except (Stopped, KeyboardInterrupt) as stop:
         print(
-            "stopped: a run in progress saved its checkpoint; the same command continues it",
+            "stopped: any run in progress saved its checkpoint first; the same command continues",
             file=sys.stderr,
         )
         sys.exit(128 + (signal.SIGTERM if isinstance(stop, Stopped) else signal.SIGINT))
