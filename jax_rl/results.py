@@ -494,7 +494,7 @@ def prepare_run(
 
 
 class Stopped(Exception):
-    """SIGTERM reached this sitting (`main` turns it into this exception)."""
+    """SIGTERM reached this sitting (the command line turns it into this exception)."""
 
 
 def _raise_stopped(signum: int, frame: Any) -> None:
@@ -836,7 +836,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"{learner} on {task}: adopted {args.adopt} into {args.out / task / learner}")
     elif not args.table_only:
-        signal.signal(signal.SIGTERM, _raise_stopped)
         if args.engine == "ray":  # joined first: an unreachable cluster stops it at once
             cluster.connect(args.address)
         import jax
@@ -959,6 +958,8 @@ if __name__ == "__main__":
     from jax_rl import quiet
 
     quiet.install()  # reading a cell's settings opens its task: no settotalmass warning
+    # Here, not in main(): a process that calls main() keeps its own SIGTERM handling.
+    signal.signal(signal.SIGTERM, _raise_stopped)
     try:
         sys.exit(main())
     except (Stopped, KeyboardInterrupt) as stop:
