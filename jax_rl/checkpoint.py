@@ -29,6 +29,15 @@ import numpy as np
 FORMAT_VERSION = 3  # 2: Brax runs store a population (leading agent axis); 3: host runs too
 ARRAYS, META = "arrays", "meta"
 
+# Reading a checkpoint: its arrays are read as NumPy arrays and made JAX arrays with
+# `jnp.asarray`: uncommitted, on the default device, like the arrays a fresh run starts from.
+# Restored straight onto a device they would be committed to it, and a jitted program given
+# committed arrays is lowered with their placement written into it: a resumed run would
+# compile again every program that the run it continues had compiled and cached (on the
+# CPU, half a minute for a small Brax run). Whatever the layout at saving time (a population
+# split over devices this machine does not have), the loops lay the arrays out as they lay
+# out a fresh run's.
+
 
 class CheckpointError(Exception):
     """A checkpoint that is missing, unreadable, or does not belong to this run."""
@@ -49,6 +58,15 @@ def _stored(leaf: Any) -> Any:
     if _is_key(leaf):
         return jax.random.key_data(leaf)
     return jnp.asarray(leaf)
+
+
+def _partial_to_host(abstract: dict[str, jax.ShapeDtypeStruct]) -> Any:
+    """Orbax's arguments to read only `abstract`'s leaves, as NumPy arrays (see "Reading a
+    checkpoint" above)."""
+    import orbax.checkpoint as ocp
+
+    host = {k: ocp.RestoreArgs(restore_type=np.ndarray, dtype=a.dtype) for k, a in abstract.items()}
+    return ocp.args.PyTreeRestore(item=abstract, restore_args=host, partial_restore=True)
 
 
 def describe_leaves(tree: Any) -> list[dict[str, Any]]:
@@ -163,13 +181,10 @@ class Checkpointer:
         stored = meta["leaves"]
         newer = _newer_settings({d["path"] for d in stored}, expected, template)
         _check_leaves(stored, [d for i, d in enumerate(expected) if i not in newer])
-        # Onto one local device, whatever the layout at saving time (a population may have
-        # been split over devices that this machine does not have); the loops lay it out.
-        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        # NumPy leaves are read as NumPy arrays ("Reading a checkpoint" above); np.empty
+        # only reserves address space, so a large replay buffer costs nothing here.
         abstract = {
-            f"{i:05d}": jax.ShapeDtypeStruct(
-                tuple(d["shape"]), jnp.dtype(d["dtype"]), sharding=device
-            )
+            f"{i:05d}": np.empty(tuple(d["shape"]), jnp.dtype(d["dtype"]))
             for i, d in enumerate(stored)
         }
         try:
@@ -204,7 +219,6 @@ class Checkpointer:
         step = self._require_step(step)
         meta = self.read_meta(step)
         position = {d["path"]: i for i, d in enumerate(meta["leaves"])}
-        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
         abstract: dict[str, Any] = {}
         wanted: list[int | None] = []
         expected = describe_leaves(template)
@@ -221,16 +235,10 @@ class Checkpointer:
                     "it was written by a different algorithm or configuration"
                 )
             _check_leaves([meta["leaves"][i]], [{**d, "path": prefix + d["path"]}])
-            abstract[f"{i:05d}"] = jax.ShapeDtypeStruct(
-                tuple(d["shape"]), jnp.dtype(d["dtype"]), sharding=device
-            )
+            abstract[f"{i:05d}"] = jax.ShapeDtypeStruct(tuple(d["shape"]), jnp.dtype(d["dtype"]))
             wanted.append(i)
         # A partial restore: orbax reads only these leaves (not the replay buffer).
-        partial = ocp.args.PyTreeRestore(
-            item=abstract,
-            restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
-            partial_restore=True,
-        )
+        partial = _partial_to_host(abstract)
         try:
             restored = self._get_manager().restore(step, args=ocp.args.Composite(arrays=partial))[
                 ARRAYS

@@ -56,6 +56,24 @@ def test_only_the_newest_two_are_kept_and_the_newest_is_restored(tmp_path):
     assert float(restored["x"]) == 30.0
 
 
+def test_a_restored_state_runs_the_programs_a_fresh_one_compiled(tmp_path):
+    """Restored arrays are uncommitted, as a fresh run's are: a jitted program compiled for
+    the fresh state serves the restored one (committed arrays are lowered with their
+    placement in the program, so a resumed run compiled everything again)."""
+    tree = {"w": jnp.arange(6, dtype=jnp.float32).reshape(2, 3), "key": jax.random.key(3)}
+    step = jax.jit(lambda t: {"w": t["w"] * 2, "key": jax.random.split(t["key"])[0]})
+    step(tree)
+    ckpt = Checkpointer(tmp_path / "c")
+    ckpt.save(1, tree, {})
+    restored, _ = ckpt.restore(tree)
+    part = Checkpointer(tmp_path / "c").restore_part({"w": tree["w"]}, "")  # as `evaluate` reads
+    for leaf in (*jax.tree_util.tree_leaves(restored), part["w"]):
+        assert not leaf.committed
+    step(restored)
+    step({**tree, "w": part["w"]})
+    assert step._cache_size() == 1
+
+
 def test_other_shapes_are_refused_with_the_leaf_named(tmp_path):
     ckpt = Checkpointer(tmp_path / "c")
     ckpt.save(1, {"critic": jnp.zeros((4, 3))}, {})
