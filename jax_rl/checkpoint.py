@@ -60,13 +60,11 @@ def _stored(leaf: Any) -> Any:
     return jnp.asarray(leaf)
 
 
-def _partial_to_host(abstract: dict[str, jax.ShapeDtypeStruct]) -> Any:
-    """Orbax's arguments to read only `abstract`'s leaves, as NumPy arrays (see "Reading a
-    checkpoint" above)."""
-    import orbax.checkpoint as ocp
-
-    host = {k: ocp.RestoreArgs(restore_type=np.ndarray, dtype=a.dtype) for k, a in abstract.items()}
-    return ocp.args.PyTreeRestore(item=abstract, restore_args=host, partial_restore=True)
+def _on_host(leaf: dict[str, Any]) -> np.ndarray:
+    """What orbax reads a stored leaf into: a NumPy array of its shape and dtype, so that it
+    is read as one (see "Reading a checkpoint" above). np.empty only reserves address
+    space: a large replay buffer costs nothing here."""
+    return np.empty(tuple(leaf["shape"]), jnp.dtype(leaf["dtype"]))
 
 
 def describe_leaves(tree: Any) -> list[dict[str, Any]]:
@@ -181,12 +179,7 @@ class Checkpointer:
         stored = meta["leaves"]
         newer = _newer_settings({d["path"] for d in stored}, expected, template)
         _check_leaves(stored, [d for i, d in enumerate(expected) if i not in newer])
-        # NumPy leaves are read as NumPy arrays ("Reading a checkpoint" above); np.empty
-        # only reserves address space, so a large replay buffer costs nothing here.
-        abstract = {
-            f"{i:05d}": np.empty(tuple(d["shape"]), jnp.dtype(d["dtype"]))
-            for i, d in enumerate(stored)
-        }
+        abstract = {f"{i:05d}": _on_host(d) for i, d in enumerate(stored)}
         try:
             restored = self._get_manager().restore(
                 step, args=ocp.args.Composite(arrays=ocp.args.StandardRestore(abstract))
@@ -235,10 +228,14 @@ class Checkpointer:
                     "it was written by a different algorithm or configuration"
                 )
             _check_leaves([meta["leaves"][i]], [{**d, "path": prefix + d["path"]}])
-            abstract[f"{i:05d}"] = jax.ShapeDtypeStruct(tuple(d["shape"]), jnp.dtype(d["dtype"]))
+            abstract[f"{i:05d}"] = _on_host(d)
             wanted.append(i)
         # A partial restore: orbax reads only these leaves (not the replay buffer).
-        partial = _partial_to_host(abstract)
+        partial = ocp.args.PyTreeRestore(
+            item=abstract,
+            restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+            partial_restore=True,
+        )
         try:
             restored = self._get_manager().restore(step, args=ocp.args.Composite(arrays=partial))[
                 ARRAYS
