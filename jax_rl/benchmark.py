@@ -42,7 +42,7 @@ import numpy as np
 from jax_rl import algos, population, timing
 from jax_rl import replay as replay_lib
 from jax_rl.algos import mpo
-from jax_rl.envs import HostEnv
+from jax_rl.envs import HostEnv, point_mass
 from jax_rl.envs.brax import BraxEnv
 from jax_rl.logger import scratch_folder
 from jax_rl.loops import device, host
@@ -74,7 +74,8 @@ class DeviceBenchSettings:
 
 
 QUICK_DEVICE = DeviceBenchSettings(
-    env="inverted_pendulum",
+    env=point_mass.NAME,  # compiles in seconds: --quick checks the code path, not the physics
+    backend="custom",  # what envs.brax.BraxEnv.wrap names a wrapped environment's physics
     num_envs=4,
     updates_per_step=2,
     batch_size=16,
@@ -312,6 +313,8 @@ def device_env(settings: DeviceBenchSettings) -> BraxEnv:
     """The settings' batched environment: a Playground task (backend "jax") or Brax's."""
     from jax_rl.envs import playground
 
+    if settings.env == point_mass.NAME:
+        return point_mass.point_mass_env(episode_length=1000)
     if settings.backend in playground.IMPLS:  # mujoco_playground is imported only then
         return playground.make_env(settings.env, settings.backend)
     return BraxEnv(settings.env, settings.backend, episode_length=1000)

@@ -4,7 +4,10 @@
     python -m jax_rl.gpu_check --tiny --out /tmp/gc  # the same code path on a CPU, tiny sizes
 
 GPU time comes in minutes, so this script runs end to end on the CPU first
-(`--tiny`, in the test suite), and on the GPU measures, in order of importance,
+(`--tiny`, in the test suite: the speed and population figures on the JAX-native
+point mass, whose programs are the GPU's learner programs with a physics that compiles
+in seconds, and the curves on Playground's PointMass, which takes MJX through the same
+path), and on the GPU measures, in order of importance,
 writing its files after every measurement (a run cut short keeps what it had):
 
 1. speed: TD3 and SAC on `--speed_task` (CheetahRun), environment steps and
@@ -45,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 PARTS = ("speed", "populations", "curves")
+POINT_MASS = "point_mass"  # jax_rl.envs.point_mass.NAME (imported only with JAX)
 # The learning curves' configurations: `fast` alone, or with a SimBa critic in place of
 # its MLP (the categorical head kept), as published for SimBa (2 blocks, 512 wide).
 CURVE_CONFIGS: dict[str, tuple[str, ...]] = {
@@ -68,7 +72,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--tiny", action="store_true", help="tiny sizes on any device (the test suite's run)")
     add("--out", default=None, help="benchmark folder (default docs/benchmarks/gpu_<device>)")
     add("--results", default=None, help="curves' runs (default docs/results/fast_preset/<device>)")
-    add("--speed_task", default="CheetahRun", help="Playground task of the speed figures")
+    add(
+        "--speed_task",
+        default="CheetahRun",
+        help="Playground task (or point_mass) of the speed and population figures",
+    )
     add("--curve_tasks", default="HumanoidWalk,CheetahRun", help="tasks of the learning curves")
     add("--populations", default="1,16,64", help="population sizes to time (SAC, CPU recipe)")
     add("--curve_seconds", type=float, default=60.0, help="training time of each curve")
@@ -89,8 +97,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     if args.tiny:
-        # Playground's cheapest task to compile; the same programs as any other.
-        args.speed_task = args.speed_task if "--speed_task" in (argv or []) else "PointMass"
+        # The speed figures' seven programs on the JAX-native point mass (seconds each to
+        # compile, where MJX takes 10-15 s); the curve on Playground's cheapest task.
+        args.speed_task = args.speed_task if "--speed_task" in (argv or []) else POINT_MASS
         if "--curve_tasks" not in (argv or []):
             args.curve_tasks = "PointMass"
         if "--populations" not in (argv or []):
@@ -104,7 +113,7 @@ def check_args(args: argparse.Namespace) -> str | None:
     """The first bad argument as one line, or None (checked before anything compiles)."""
     from jax_rl.envs import playground
 
-    tasks = [args.speed_task, *args.curve_tasks.split(",")]
+    tasks = [t for t in (args.speed_task, *args.curve_tasks.split(",")) if t != POINT_MASS]
     unknown = [t for t in tasks if not playground.is_task(t)]
     if unknown:
         return f"unknown Playground task(s) {', '.join(unknown)}"
@@ -281,8 +290,10 @@ def cpu_recipe(policy: str, task: str, tiny: bool) -> list[str]:
 
 
 def fast(policy: str, task: str, tiny: bool, *extra: str) -> list[str]:
-    """main_brax.py flags of the `fast` preset (plus `extra`)."""
-    flags = ["--policy", policy, "--env", task, "--preset", "fast", *extra]
+    """main_brax.py flags of the `fast` preset (plus `extra`). On the point mass, which no
+    preset names, its Playground-wide entry: what a Playground task without one takes."""
+    preset = "fast/playground/*" if task == POINT_MASS else "fast"
+    flags = ["--policy", policy, "--env", task, "--preset", preset, *extra]
     return flags + (TINY_FLAGS if tiny else [])
 
 

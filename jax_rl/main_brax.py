@@ -37,11 +37,13 @@ if __package__ in (None, ""):
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from jax_rl import driver  # noqa: E402
+from jax_rl.envs import point_mass  # noqa: E402
 from jax_rl.loops.device import DeviceLoopConfig  # noqa: E402
 
 DEFAULT_ENV = "halfcheetah"
 BRAX_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
 BRAX_BACKENDS = ("positional", "spring", "generalized", "mjx")  # envs.brax.BACKENDS
+POINT_MASS_BACKEND = "custom"  # what envs.brax.BraxEnv.wrap calls a wrapped environment's
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--env",
         default=DEFAULT_ENV,
-        help="Brax environment (halfcheetah, ant, ...) or MuJoCo Playground DM Control "
-        "task (CartpoleSwingup, CheetahRun, ...)",
+        help="Brax environment (halfcheetah, ant, ...), MuJoCo Playground DM Control "
+        "task (CartpoleSwingup, CheetahRun, ...), or point_mass (a JAX-native probe that "
+        "compiles in seconds: jax_rl/envs/point_mass.py)",
     )
     parser.add_argument(
         "--backend",
@@ -103,7 +106,12 @@ def check_environment(name: str, backend: str | None) -> None:
     backend the name's registry does not have."""
     from jax_rl.envs import UnknownEnvironmentError, brax, playground
 
-    if name in brax.environment_names():
+    if name == point_mass.NAME:
+        if backend not in (None, POINT_MASS_BACKEND):
+            raise UnknownEnvironmentError(
+                f"{name} is stepped in JAX alone: it takes no --backend (given {backend!r})"
+            )
+    elif name in brax.environment_names():
         brax.check_environment(name, backend or BRAX_BACKEND)
     elif playground.is_task(name):
         playground.check_environment(name, backend or playground.DEFAULT_IMPL)
@@ -111,7 +119,8 @@ def check_environment(name: str, backend: str | None) -> None:
         raise UnknownEnvironmentError(
             f"unknown Brax environment or Playground task {name!r}; valid environments: "
             f"Brax: {', '.join(brax.environment_names())}; MuJoCo Playground (DM Control "
-            f"Suite): {', '.join(playground.environment_names())}"
+            f"Suite): {', '.join(playground.environment_names())}; the probe: "
+            f"{point_mass.NAME}"
         )
 
 
@@ -141,6 +150,8 @@ class BraxBackend:
     def physics(self, args: argparse.Namespace) -> str:
         from jax_rl.envs import playground
 
+        if args.env == point_mass.NAME:
+            return POINT_MASS_BACKEND
         default = playground.DEFAULT_IMPL if is_playground(args) else BRAX_BACKEND
         return args.backend or default
 
@@ -199,6 +210,8 @@ class BraxBackend:
                     "--asymmetric_obs off"
                 )
             return env
+        if args.env == point_mass.NAME:
+            return point_mass.point_mass_env(loop_config.episode_length)
         from jax_rl.envs.brax import BraxEnv
 
         return BraxEnv(args.env, self.physics(args), loop_config.episode_length)

@@ -232,23 +232,31 @@ def test_unwritable_save_dir_exits_2_before_compiling(save_dir, message):
 
 
 BRAX_FLAGS = (
-    "--env", "inverted_pendulum", "--max_timesteps", "512", "--num_envs", "8",
+    "--max_timesteps", "512", "--num_envs", "8",
     "--updates_per_step", "2", "--start_timesteps", "128", "--batch_size", "32",
     "--hidden_sizes", "16", "--eval_freq", "256", "--eval_episodes", "2",
     "--log_freq", "128", "--episode_length", "20", "--no_progress",
 )  # fmt: skip
 
 
+# SAC runs on Brax's physics (its start-up and models through the entry point); MPO on the
+# JAX-native point mass, which compiles in seconds, for the tests of the pipeline itself
+# (render and evaluate, kill and resume).
+BRAX_ENV = {"SAC": "inverted_pendulum", "MPO": "point_mass"}
+
+
 @pytest.fixture(scope="module")
 def brax_runs(tmp_path_factory):
-    """policy -> (completed process, save_dir) of one short uninterrupted Brax run each."""
+    """policy -> (completed process, save_dir) of one short uninterrupted run each, on the
+    policy's environment in BRAX_ENV."""
     runs: dict = {}
 
     def get(policy: str):
         if policy not in runs:
             out = tmp_path_factory.mktemp(f"brax-{policy}") / "run"
             result = run(
-                *BRAX_FLAGS, "--policy", policy, "--save_dir", str(out), cwd=out.parent,
+                *BRAX_FLAGS, "--env", BRAX_ENV[policy], "--policy", policy,
+                "--save_dir", str(out), cwd=out.parent,
                 script=BRAX_SCRIPT,
             )  # fmt: skip
             runs[policy] = (result, out)
@@ -289,6 +297,7 @@ def test_brax_entry_point_runs_end_to_end(policy, brax_runs):
         (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
         (["--policy_freq", "1,2"], "invalid int value"),
         (["--asymmetric_obs", "on"], "observes an array, not a dict with 'state'"),
+        (["--env", "point_mass", "--backend", "mjx"], "point_mass is stepped in JAX alone"),
         (
             ["--env", "CartpoleSwingup", "--asymmetric_obs", "on"],
             "--asymmetric_obs on: Playground task CartpoleSwingup observes an array",
@@ -313,12 +322,14 @@ def test_render_and_evaluate_a_dm_control_run(dm_runs, tmp_path):
     assert all(0 <= r <= 1000 for r in evaluation["returns"])
 
 
-def test_render_and_evaluate_a_brax_run(brax_runs, tmp_path):
+def test_render_and_evaluate_a_device_run(brax_runs, tmp_path):
     """Episodes of the run's 20-step time limit: 20 frames each (the state an episode ends
-    in is reset in the same step); the evaluation loads the render's compiled rollout."""
-    result, out = brax_runs("SAC")
+    in is reset in the same step); the evaluation loads the render's compiled rollout.
+    (The point mass's run; Brax's models are drawn in tests/envs/test_brax.py.)"""
+    result, out = brax_runs("MPO")
     assert result.returncode == 0, result.stderr
-    render_and_evaluate(out, tmp_path / "halfcheetah.mp4", 40)
+    evaluation = render_and_evaluate(out, tmp_path / "point_mass.mp4", 40)
+    assert all(-20 * 4 <= r <= 0 for r in evaluation["returns"])  # -x^2, |x| <= 2
 
 
 # What third-party packages print on import or while building Brax's models (jax_rl.quiet).
@@ -350,19 +361,20 @@ def test_start_up_shows_no_third_party_noise(brax_runs):
 # --- kill -9 and resume, through the entry points --------------------------------------------
 
 
-# Every learner on the host loop; on the Brax pipeline, whose checkpoint is the whole
-# carry whatever the learner, SAC only (each Brax process compiles for ~15 s on 2 cores).
+# Every learner on the host loop; on the device pipeline, whose checkpoint is the whole
+# carry whatever the learner and the environment, MPO on the point mass only.
 @pytest.mark.parametrize(
     "loop, policy",
-    [("dm_control", "TD3"), ("dm_control", "SAC"), ("dm_control", "MPO"), ("brax", "SAC")],
+    [("dm_control", "TD3"), ("dm_control", "SAC"), ("dm_control", "MPO"), ("brax", "MPO")],
 )
 def test_run_killed_by_sigkill_and_resumed_ends_as_the_uninterrupted_one(
     loop, policy, dm_runs, brax_runs, tmp_path
 ):
-    flags, script, runs, every = {
-        "dm_control": (DM_FLAGS, SCRIPT, dm_runs, 100),
-        "brax": (BRAX_FLAGS, BRAX_SCRIPT, brax_runs, 128),
-    }[loop]
+    if loop == "dm_control":
+        flags, script, runs, every = DM_FLAGS, SCRIPT, dm_runs, 100
+    else:
+        flags = (*BRAX_FLAGS, "--env", BRAX_ENV[policy])
+        script, runs, every = BRAX_SCRIPT, brax_runs, 128
     reference_result, reference = runs(policy)
     assert reference_result.returncode == 0, reference_result.stderr
     args = (*flags, "--policy", policy, "--checkpoint_every", str(every))

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from jax_rl import gpu_check
+from jax_rl.envs import point_mass
 
 SESSION_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR")
 
@@ -48,6 +49,9 @@ def test_tiny_run_writes_every_figure(tiny):
     ]
     for row in report["speed"] + report["populations"]:
         assert row["env_steps_per_second"] > 0 and row["updates_per_second"] > 0
+    # Timed on the JAX-native point mass; the curve (below) runs Playground's PointMass.
+    assert gpu_check.POINT_MASS == point_mass.NAME
+    assert {row["task"] for row in report["speed"]} == {point_mass.NAME}
     # Tiny sizes override the preset's 1,024 x 2 x 32,768 but keep its updates per step.
     fast = report["speed"][1]
     assert (fast["num_envs"], fast["updates_per_step"], fast["batch_size"]) == (4, 2, 32)
@@ -74,17 +78,18 @@ def test_compiled_programs_go_to_the_persistent_cache(tiny):
 
 
 def test_a_simba_curve_with_the_evaluations_asked_for(tiny, tmp_path):
+    # On the JAX-native point mass (Playground's path is the fixture's curve).
     code = gpu_check.main(
         ["--tiny", "--parts", "curves", "--curve_configs", "simba", "--curve_evals", "2"]
-        + ["--curve_seconds", "3", "--out", str(tmp_path), "--results", str(tmp_path / "r")]
-        + ["--cache_dir", str(tmp_path / "cache")]
+        + ["--curve_tasks", point_mass.NAME, "--curve_seconds", "3", "--out", str(tmp_path)]
+        + ["--results", str(tmp_path / "r"), "--cache_dir", str(tmp_path / "cache")]
     )
     assert code == 0
     report = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert list(report["curves"]) == ["PointMass simba"]
+    assert list(report["curves"]) == ["point_mass simba"]
     # The untrained agent's evaluation, then 2 more (one more where the last chunk ran over).
-    assert len(report["curves"]["PointMass simba"]) in (3, 4)
-    assert (tmp_path / "r" / "PointMass-simba" / "evaluations.csv").exists()
+    assert len(report["curves"]["point_mass simba"]) in (3, 4)
+    assert (tmp_path / "r" / "point_mass-simba" / "evaluations.csv").exists()
 
 
 def test_parts_runs_only_the_measurements_named(tiny, tmp_path):

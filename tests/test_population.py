@@ -233,7 +233,7 @@ def test_two_simulated_devices_give_the_results_of_one(runs, tmp_path):
 
 def test_entry_point_trains_a_population_and_ranks_its_settings(tmp_path):
     out = tmp_path / "run"
-    flags = ["--env", "inverted_pendulum", "--hidden_sizes", "16,16", "--no_progress"]
+    flags = ["--env", "point_mass", "--hidden_sizes", "16,16", "--no_progress"]
     for key, value in LOOP.items():
         flags += [f"--{key}", str(value)]
     command = [

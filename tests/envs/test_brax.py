@@ -71,3 +71,16 @@ def test_unknown_names_list_the_valid_ones():
         check_environment("halfcheeta", "positional")
     with pytest.raises(UnknownEnvironmentError, match="valid backends: positional, spring"):
         check_environment("ant", "warp")
+
+
+def test_the_model_to_draw_matches_the_joint_positions_it_is_drawn_in(short_env):
+    # What jax_rl.play's device player draws a Brax run with (the entry points' render
+    # tests run on the point mass): one MuJoCo model, and per environment its qpos.
+    env, step = short_env
+    model = env.mj_model()
+    assert model is not None and model.nq > 0
+    state = env.reset(jax.random.key(3), 4)
+    start = np.asarray(env.qpos(state))
+    assert start.shape == (4, model.nq)
+    state, _, _ = step(state, jnp.ones((4, env.action_size)))
+    assert not np.allclose(np.asarray(env.qpos(state)), start)  # it follows the physics

@@ -141,7 +141,7 @@ HOST_FLAGS = (
     "--renorm_warmup", "100", "--policy_freq", "3", "--checkpoint_every", "100",
 )  # fmt: skip
 DEVICE_FLAGS = (
-    "--env", "inverted_pendulum", "--max_timesteps", "512", "--num_envs", "8",
+    "--env", "point_mass", "--max_timesteps", "512", "--num_envs", "8",
     "--updates_per_step", "2", "--start_timesteps", "128", "--batch_size", "32",
     "--hidden_sizes", "16", "--eval_freq", "256", "--eval_episodes", "2",
     "--log_freq", "128", "--episode_length", "20", "--no_progress",
@@ -160,9 +160,10 @@ def _td7(flags: tuple[str, ...]) -> tuple[str, ...]:
     return (*flags[:start], *TD7_FLAGS, *flags[end:])
 
 
-# One device run holds every kind of learner state at once (each process compiles for about a
-# minute here): SALE's encoders, LAP's priorities, the value range, SimbaV2's scalers, the
-# observation and reward statistics. (The categorical critic adds none; LAP refuses it.)
+# One device run (on the JAX-native point mass: the physics adds no state) holds every
+# kind of learner state at once: SALE's encoders, LAP's priorities, the value range,
+# SimbaV2's scalers, the observation and reward statistics. (The categorical critic adds
+# none; LAP refuses it.)
 DEVICE_TD7_FLAGS = (
     *DEVICE_FLAGS, *TD7_FLAGS,
     "--actor_network", "simba", "--critic_network", "simbav2", "--normalize_obs",
