@@ -152,7 +152,11 @@ class SavedRun:
             config = config.replace(actor_obs_size=actor_obs_size)
         num_envs = getattr(self.loop_config, "num_envs", 1)  # the device loop's; host: 1
         # Jitted: eagerly, each operation of the initialisers would compile on its own.
-        init = jax.jit(self.algo.init, static_argnums=(1, 2, 4))
+        init = jax.jit(
+            self.algo.init,
+            static_argnums=(1, 2, 4),
+            compiler_options=algos.init_compiler_options(),
+        )
         template = init(jax.random.key(0), obs_size, action_size, config, num_envs)
         if checkpoint is None:
             return _read_msgpack(agent.directory / "agent.msgpack", template)

@@ -38,7 +38,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jax_rl import population
+from jax_rl import algos, population
 from jax_rl import replay as replay_lib
 from jax_rl.checkpoint import all_finite
 from jax_rl.envs.brax import BraxEnv, EnvState
@@ -278,7 +278,7 @@ def init_population(
     axes = carry_axes(jax.eval_shape(one, algo_configs[0], keys[0], one_env))
     # Jitted, like the host loop's: eagerly, each operation would compile on its own.
     init = population.over_agents(one, (0, 0, 0), axes, len(keys))
-    carry = jax.jit(init)(configs, keys, env_states)
+    carry = jax.jit(init, compiler_options=algos.init_compiler_options())(configs, keys, env_states)
     # Brax's reset may hand back one array under several names; the chunks donate
     # the carry, and XLA refuses to donate one buffer twice.
     return jax.tree_util.tree_map(jnp.copy, carry)

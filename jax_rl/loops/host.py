@@ -289,7 +289,10 @@ def init_population(
     # Jitted: run eagerly, the initialisers would compile one small program per operation
     # (TD3: 133 programs instead of 25; 3-25 s of a short run's start-up on one core,
     # measured on two machines).
-    over = jax.jit(population.over_agents(one, (0, 0), axes, len(seeds)))
+    over = jax.jit(
+        population.over_agents(one, (0, 0), axes, len(seeds)),
+        compiler_options=algos.init_compiler_options(),
+    )
     learner = over(population.stack(algo_configs), keys)
     # The steps donate the learner, and XLA refuses to donate one buffer twice: a learner
     # may hold one array under two names.

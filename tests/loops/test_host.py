@@ -4,10 +4,12 @@ import jax
 import numpy as np
 import pytest
 
+from jax_rl import algos
 from jax_rl.algos import mpo, sac, td3
+from jax_rl.envs.point_mass import point_mass_env
 from jax_rl.envs.probes import ContextualBandit, Countdown
 from jax_rl.logger import RunLogger
-from jax_rl.loops import host
+from jax_rl.loops import device, host
 from jax_rl.loops.common import pull_metrics
 from jax_rl.noise import ColoredNoise
 from jax_rl.transition import Transition
@@ -109,6 +111,7 @@ def test_initialisation_is_one_compiled_program(algo, settings):
     compiled on its own (TD3: 133 programs, 25 here).
     SimbaV2's orthogonal initialisers (batched QRs) once hung this program on 2 cores."""
     configs = [algo.Config(**settings)] * 2
+    algos.init_compiler_options()  # its one check of the options (a trivial program) is done
     # Sizes no other test uses: nothing of this initialisation is in the process's caches.
     names = compiled_programs(lambda: host.init_population(algo, configs, [0, 1], 11, 7, 96, 8))
     assert names.count("jit(one)") == 1, names
@@ -315,3 +318,28 @@ def test_learn_compiles_with_the_learners_compiler_options(monkeypatch):
     assert asked == [mpo]
     with pytest.raises(Exception, match="xla_cpu_no_such_option"):
         fns.learn(learner, row, obs)
+
+
+def test_initialisation_compiles_unoptimised_on_a_cpu_to_the_same_values(monkeypatch):
+    """Both loops initialise their learners with `algos.init_compiler_options`: on a CPU,
+    XLA's backend optimisations off. The values are an optimised compilation's to a few
+    ulps, and the options reach XLA (one it lacks is refused there)."""
+    assert algos.init_compiler_options() == {"xla_backend_optimization_level": "0"}
+    configs = [sac.Config(hidden_sizes=(16, 16))]
+    args = (sac, configs, [3], 2, 1, 64, 8)
+    unoptimised = host.init_population(*args)
+    monkeypatch.setattr(algos, "init_compiler_options", lambda: None)
+    optimised = host.init_population(*args)
+    leaves = [jax.tree_util.tree_leaves(s.agent) for s in (unoptimised, optimised)]
+    pairs = zip(*leaves, strict=True)
+    for x, y in pairs:
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x, y = jax.random.key_data(x), jax.random.key_data(y)
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6, atol=1e-7)
+    monkeypatch.setattr(algos, "init_compiler_options", lambda: {"xla_cpu_no_such": "1"})
+    with pytest.raises(Exception, match="xla_cpu_no_such"):
+        host.init_population(*args)
+    loop = device.DeviceLoopConfig(max_timesteps=8, num_envs=2, batch_size=2, start_timesteps=8)
+    with pytest.raises(Exception, match="xla_cpu_no_such"):
+        env = point_mass_env(episode_length=5)
+        device.init_population(sac, configs, env, loop, device.agent_keys([0])[0])
