@@ -98,6 +98,8 @@ def is_playground(args: argparse.Namespace) -> bool:
     """Whether --env names a Playground task (a Brax run does not import Playground)."""
     from jax_rl.envs import brax, playground
 
+    if args.env == point_mass.NAME:
+        return False
     return args.env not in brax.environment_names() and playground.is_task(args.env)
 
 

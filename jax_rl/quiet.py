@@ -6,8 +6,9 @@ which they can act on:
 - `mujoco.mjx` prints "Failed to import warp: ..." and "Failed to import
   mujoco_warp: ..." on stdout when the optional GPU package `warp` is absent
   (it is not needed: our pipelines use MJX's JAX implementation). The lock
-  installs `warp-lang`, which MuJoCo Playground requires, so these lines
-  appear only in environments without it;
+  installs `warp-lang`, which MuJoCo Playground requires, but
+  `jax_rl.envs.brax.load_mjx` holds it off while MJX loads (it is slow to import)
+  and drops these lines itself; they remain for MJX loaded any other way;
 - MuJoCo's compiler warns that Brax's XML, and Playground's cheetah, use the
   deprecated `settotalmass` attribute (the model compiles as intended);
 - Brax warns on every environment it builds that it is no longer maintained.

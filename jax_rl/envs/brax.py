@@ -33,7 +33,31 @@ BACKENDS = ("positional", "spring", "generalized", "mjx")
 DEFAULT_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
 
 
+def load_mjx() -> None:
+    """Import `mujoco.mjx` (which Brax and Playground import) without its optional GPU
+    back end, Warp: importing `warp` takes about 3 of the 5 s that `import brax` takes on a
+    CPU, and our pipelines use MJX's JAX implementation only. MJX records that Warp is
+    absent (its "Failed to import warp" lines are dropped) and `import warp` works again
+    afterwards. A process that imported `warp` or `mujoco.mjx` first keeps what it chose."""
+    import sys
+
+    if "mujoco.mjx" in sys.modules or "warp" in sys.modules:
+        return
+    import contextlib
+
+    from jax_rl import quiet
+
+    sys.modules["warp"] = None  # type: ignore[assignment]  # `import warp` raises ImportError
+    try:
+        with contextlib.redirect_stdout(quiet.LineFilter(sys.stdout, quiet.DROPPED_LINES)):
+            import mujoco.mjx  # noqa: F401
+    finally:
+        if "warp" in sys.modules and sys.modules["warp"] is None:
+            del sys.modules["warp"]
+
+
 def environment_names() -> list[str]:
+    load_mjx()
     from brax import envs
 
     return sorted(envs._envs)  # the registry has no public accessor
@@ -118,6 +142,7 @@ class BraxEnv:
             raise ValueError(
                 f"episode_length must be a positive integer, got {self.episode_length!r}"
             )
+        load_mjx()
         from brax import envs
 
         with warnings.catch_warnings():

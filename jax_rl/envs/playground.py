@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_rl.envs import UnknownEnvironmentError
-from jax_rl.envs.brax import BraxEnv
+from jax_rl.envs.brax import BraxEnv, load_mjx
 from jax_rl.envs.observation import Layout
 
 IMPLS = ("jax",)  # MJX implementations the pipeline runs (warp needs CUDA: not yet)
@@ -125,6 +125,7 @@ class MissingAssetsError(UnknownEnvironmentError):
 
 def suites() -> dict[str, tuple[str, ...]]:
     """Playground's task names per suite: dm_control, locomotion, manipulation."""
+    load_mjx()
     from mujoco_playground import dm_control_suite, locomotion, manipulation
 
     return {
@@ -181,6 +182,7 @@ def _menagerie_ready() -> bool:
     import contextlib
     import io
 
+    load_mjx()
     from mujoco_playground._src import mjx_env
 
     path = mjx_env.MENAGERIE_PATH
@@ -196,6 +198,7 @@ def _menagerie_ready() -> bool:
 
 def published_config(name: str) -> Any:
     """Playground's default configuration of task `name` (an ml_collections ConfigDict)."""
+    load_mjx()
     from mujoco_playground import registry
 
     return registry.get_default_config(name)
@@ -215,6 +218,7 @@ def task_defaults(name: str) -> TaskDefaults:
 
 
 def _load(name: str, impl: str) -> Any:
+    load_mjx()
     import mujoco
     from mujoco_playground import registry
 

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -84,3 +87,20 @@ def test_the_model_to_draw_matches_the_joint_positions_it_is_drawn_in(short_env)
     assert start.shape == (4, model.nq)
     state, _, _ = step(state, jnp.ones((4, env.action_size)))
     assert not np.allclose(np.asarray(env.qpos(state)), start)  # it follows the physics
+
+
+def test_mjx_is_loaded_without_warp_which_imports_afterwards():
+    # A fresh interpreter: Brax's environments load MJX with its GPU back end held off
+    # (3 of the 5 s of `import brax` here), silently; `import warp` still works after.
+    code = (
+        "import sys\n"
+        "from jax_rl.envs import brax\n"
+        "brax.environment_names()\n"
+        "import mujoco.mjx.warp as mjx_warp\n"
+        "assert 'warp' not in sys.modules and not mjx_warp.WARP_INSTALLED\n"
+        "import warp\n"
+        "assert warp.__name__ == 'warp'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "warp" not in result.stdout + result.stderr, result.stdout + result.stderr
