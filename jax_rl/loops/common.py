@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import signal
@@ -69,10 +70,28 @@ def check_collection(config: Any) -> None:
 
 def zero_metrics(algo: ModuleType, agent: Any, batch: Transition, key: jax.Array) -> dict:
     """Zeros shaped like the metrics `algo.update` returns (nothing is computed), without
-    the priorities a prioritised learner returns (`replay.PRIORITY_KEY`)."""
-    _, shapes = jax.eval_shape(algo.update, agent, batch, key)
+    the priorities a prioritised learner returns (`replay.PRIORITY_KEY`).
+
+    The shapes are traced once per learner and abstract arguments (structure, static
+    configuration, shapes and dtypes) and kept: an initialisation is traced twice (for
+    its population axes, then compiled), and tracing an update takes most of a second."""
+    leaves, tree = jax.tree_util.tree_flatten((agent, batch, key))
+    avals = tuple(jax.typeof(leaf) for leaf in leaves)
+    try:
+        shapes = _metric_shapes(algo, tree, avals)
+    except TypeError:  # a static field that cannot be hashed: trace without keeping it
+        shapes = _metric_shapes.__wrapped__(algo, tree, avals)
+    return {k: jnp.zeros(shape, dtype) for k, (shape, dtype) in shapes}
+
+
+@functools.lru_cache(maxsize=64)
+def _metric_shapes(
+    algo: ModuleType, tree: Any, avals: tuple[Any, ...]
+) -> tuple[tuple[str, tuple[tuple[int, ...], Any]], ...]:
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+    _, shapes = jax.eval_shape(algo.update, *jax.tree_util.tree_unflatten(tree, structs))
     shapes, _ = replay_lib.split_priorities(shapes)
-    return {k: jnp.zeros(v.shape, v.dtype) for k, v in shapes.items()}
+    return tuple((k, (v.shape, v.dtype)) for k, v in shapes.items())
 
 
 class HasMetricSums(Protocol):

@@ -1,6 +1,8 @@
 import logging
+import types
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from jax_rl.envs.point_mass import point_mass_env
 from jax_rl.envs.probes import ContextualBandit, Countdown
 from jax_rl.logger import RunLogger
 from jax_rl.loops import device, host
-from jax_rl.loops.common import pull_metrics
+from jax_rl.loops.common import pull_metrics, zero_metrics
 from jax_rl.noise import ColoredNoise
 from jax_rl.transition import Transition
 
@@ -343,3 +345,30 @@ def test_initialisation_compiles_unoptimised_on_a_cpu_to_the_same_values(monkeyp
     with pytest.raises(Exception, match="xla_cpu_no_such"):
         env = point_mass_env(episode_length=5)
         device.init_population(sac, configs, env, loop, device.agent_keys([0])[0])
+
+
+def test_metric_shapes_are_traced_once_per_learner_and_abstract_arguments():
+    traced = []
+
+    def update(agent, batch, key):
+        traced.append(batch.obs.shape)
+        return agent, {"loss/critic": jnp.sum(batch.obs), "q": batch.reward.mean(keepdims=True)}
+
+    algo = types.ModuleType("counting")
+    algo.update = update
+
+    def batch(rows: int) -> Transition:
+        return Transition(
+            obs=jnp.ones((rows, 3)), action=jnp.ones((rows, 1)), reward=jnp.ones(rows),
+            discount=jnp.ones(rows), next_obs=jnp.ones((rows, 3)),
+        )  # fmt: skip
+
+    key = jax.random.key(0)
+    first = zero_metrics(algo, {"w": jnp.ones(2)}, batch(4), key)
+    again = zero_metrics(algo, {"w": jnp.zeros(2)}, batch(4), key)  # other values, same shapes
+    other = zero_metrics(algo, {"w": jnp.ones(2)}, batch(8), key)
+    assert traced == [(4, 3), (8, 3)]
+    for metrics in (first, again, other):
+        assert {k: (v.shape, float(v.sum())) for k, v in metrics.items()} == {
+            "loss/critic": ((), 0.0), "q": ((1,), 0.0)
+        }  # fmt: skip
