@@ -43,7 +43,7 @@ from jax_rl import algos, population, timing
 from jax_rl import replay as replay_lib
 from jax_rl.algos import mpo
 from jax_rl.envs import HostEnv, point_mass
-from jax_rl.envs.brax import BraxEnv
+from jax_rl.envs.brax import CUSTOM_BACKEND, BraxEnv
 from jax_rl.logger import scratch_folder
 from jax_rl.loops import device, host
 
@@ -75,7 +75,7 @@ class DeviceBenchSettings:
 
 QUICK_DEVICE = DeviceBenchSettings(
     env=point_mass.NAME,  # compiles in seconds: --quick checks the code path, not the physics
-    backend="custom",  # what envs.brax.BraxEnv.wrap names a wrapped environment's physics
+    backend=CUSTOM_BACKEND,  # the point mass's: an environment envs.brax.BraxEnv wraps
     num_envs=4,
     updates_per_step=2,
     batch_size=16,

@@ -38,12 +38,12 @@ if __package__ in (None, ""):
 
 from jax_rl import driver  # noqa: E402
 from jax_rl.envs import point_mass  # noqa: E402
+from jax_rl.envs.brax import CUSTOM_BACKEND  # noqa: E402
 from jax_rl.loops.device import DeviceLoopConfig  # noqa: E402
 
 DEFAULT_ENV = "halfcheetah"
 BRAX_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
 BRAX_BACKENDS = ("positional", "spring", "generalized", "mjx")  # envs.brax.BACKENDS
-POINT_MASS_BACKEND = "custom"  # what envs.brax.BraxEnv.wrap calls a wrapped environment's
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +109,7 @@ def check_environment(name: str, backend: str | None) -> None:
     from jax_rl.envs import UnknownEnvironmentError, brax, playground
 
     if name == point_mass.NAME:
-        if backend not in (None, POINT_MASS_BACKEND):
+        if backend not in (None, CUSTOM_BACKEND):
             raise UnknownEnvironmentError(
                 f"{name} is stepped in JAX alone: it takes no --backend (given {backend!r})"
             )
@@ -153,7 +153,7 @@ class BraxBackend:
         from jax_rl.envs import playground
 
         if args.env == point_mass.NAME:
-            return POINT_MASS_BACKEND
+            return CUSTOM_BACKEND
         default = playground.DEFAULT_IMPL if is_playground(args) else BRAX_BACKEND
         return args.backend or default
 

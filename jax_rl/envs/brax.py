@@ -31,6 +31,7 @@ from jax_rl.transition import Transition
 
 BACKENDS = ("positional", "spring", "generalized", "mjx")
 DEFAULT_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
+CUSTOM_BACKEND = "custom"  # the backend of an environment `BraxEnv.wrap` wraps
 
 
 def load_mjx() -> None:
@@ -128,7 +129,7 @@ class BraxEnv:
         wrapped = object.__new__(cls)
         for field, value in (
             ("name", name),
-            ("backend", "custom"),
+            ("backend", CUSTOM_BACKEND),
             ("episode_length", episode_length),
             ("_env", env),
             ("_custom", env),
