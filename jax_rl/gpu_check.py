@@ -97,8 +97,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     if args.tiny:
-        # The speed figures' seven programs on the JAX-native point mass (seconds each to
-        # compile, where MJX takes 10-15 s); the curve on Playground's cheapest task.
+        # The speed and population figures' six training chunks on the JAX-native point
+        # mass (seconds each to compile, where MJX takes 10-15 s); the curve on
+        # Playground's cheapest task.
         args.speed_task = args.speed_task if "--speed_task" in (argv or []) else POINT_MASS
         if "--curve_tasks" not in (argv or []):
             args.curve_tasks = "PointMass"

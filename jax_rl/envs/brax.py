@@ -49,10 +49,12 @@ def load_mjx() -> None:
     from jax_rl import quiet
 
     sys.modules["warp"] = None  # type: ignore[assignment]  # `import warp` raises ImportError
+    lines = quiet.LineFilter(sys.stdout, quiet.DROPPED_LINES)
     try:
-        with contextlib.redirect_stdout(quiet.LineFilter(sys.stdout, quiet.DROPPED_LINES)):
+        with contextlib.redirect_stdout(lines):
             import mujoco.mjx  # noqa: F401
     finally:
+        lines.flush()  # a partial last line, if MJX left one
         if "warp" in sys.modules and sys.modules["warp"] is None:
             del sys.modules["warp"]
 
