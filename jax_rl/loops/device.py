@@ -382,7 +382,7 @@ def rollout_returns(
 
     def step(inputs: tuple, step_key: jax.Array) -> tuple[tuple, None]:
         state, alive, returns = inputs
-        state, transition, info = env.step(state, policy(state.obs, step_key))
+        state, transition, info = env.step(state, policy(state.obs, step_key), reset_finished=False)
         returns = returns + jnp.where(alive, transition.reward, 0.0)
         return (state, alive & ~info.done, returns), None
 

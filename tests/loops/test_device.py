@@ -126,6 +126,33 @@ def test_the_environments_reset_is_compiled_once_for_every_learner():
     np.testing.assert_array_equal(carries[1].env.obs[0], alone.obs)
 
 
+def test_an_evaluation_counts_each_episode_to_its_first_end_without_resets():
+    """The evaluation rollout steps without resets (its program holds no physics
+    initialisation); its returns are those of stepping with resets and counting each
+    environment's rewards until its time limit, 5 of the rollout's 8 steps."""
+    env = point_mass_env(episode_length=5)
+    config = device.DeviceLoopConfig(eval_episodes=3, episode_length=8)
+
+    def policy(obs: jax.Array, key: jax.Array) -> jax.Array:
+        return jax.random.uniform(key, (obs.shape[0], env.action_size), minval=-1.0, maxval=1.0)
+
+    key = jax.random.key(5)
+    returns = jax.jit(lambda k: device.rollout_returns(env, config, policy, k))(key)
+    reset_key, key = jax.random.split(key)
+    state = env.reset(reset_key, 3)
+    step = jax.jit(env.step)
+    expected, rewards_after = np.zeros(3), 0.0
+    for t, step_key in enumerate(jax.random.split(key, 8)):
+        state, transition, info = step(state, policy(state.obs, step_key))
+        if t < 5:
+            expected += np.asarray(transition.reward)
+        else:
+            rewards_after += float(np.abs(transition.reward).sum())
+        assert bool(info.done.all()) == (t == 4)
+    assert rewards_after > 0  # steps past the end that must not count
+    np.testing.assert_allclose(returns, expected, rtol=1e-6)
+
+
 def test_n_step_transitions_are_built_from_the_one_step_ones():
     # Uniform warm-up actions throughout, from the same keys: the same trajectories
     # with n = 1 and n = 3. Episodes of 5 steps (or fewer, when the mass passes 0.5).
