@@ -106,7 +106,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if "--populations" not in (argv or []):
             args.populations = "1,2"
         if "--curve_seconds" not in (argv or []):
-            args.curve_seconds = 5.0
+            args.curve_seconds = 2.0
     return args
 
 

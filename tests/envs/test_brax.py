@@ -1,3 +1,4 @@
+import functools
 import subprocess
 import sys
 
@@ -12,8 +13,9 @@ from jax_rl.envs.brax import BraxEnv, check_environment
 
 @pytest.fixture(scope="module")
 def short_env():
-    """inverted_pendulum with a 5-step time limit, and its step jitted once."""
-    env = BraxEnv("inverted_pendulum", "positional", episode_length=5)
+    """inverted_pendulum with an 8-step time limit (pushed hard, the pole falls in 7), and
+    its step for 3 environments jitted once."""
+    env = BraxEnv("inverted_pendulum", "positional", episode_length=8)
     return env, jax.jit(env.step)
 
 
@@ -21,10 +23,10 @@ def test_time_limit_keeps_true_final_observation_and_discount_one(short_env):
     env, step = short_env
     state = env.reset(jax.random.key(0), 3)
     zero = jnp.zeros((3, env.action_size))
-    for _ in range(5):
+    for _ in range(8):
         before = state
         state, transition, info = step(state, zero)
-    # The 5th step ends every episode by time limit: truncation, not termination.
+    # The 8th step ends every episode by time limit: truncation, not termination.
     assert bool(info.truncated.all()) and bool(info.done.all())
     np.testing.assert_array_equal(transition.discount, 1.0)
     # next_obs is the observation the step produced, continuing from the last obs...
@@ -32,40 +34,54 @@ def test_time_limit_keeps_true_final_observation_and_discount_one(short_env):
     # ...and the environments were reset: the next obs is a fresh initial state.
     assert not np.allclose(state.obs, transition.next_obs)
     np.testing.assert_array_equal(state.steps, 0)
-    np.testing.assert_array_equal(info.episode_return, 5.0)  # reward 1 per step
+    np.testing.assert_array_equal(info.episode_return, 8.0)  # reward 1 per step
 
 
-def test_true_terminal_has_discount_zero():
-    env = BraxEnv("inverted_pendulum", "positional", episode_length=1000)
-    step = jax.jit(env.step)
-    state = env.reset(jax.random.key(1), 2)
-    push = jnp.ones((2, env.action_size))
-    for _ in range(200):
+def test_true_terminal_has_discount_zero(short_env):
+    env, step = short_env
+    state = env.reset(jax.random.key(1), 3)
+    push = jnp.ones((3, env.action_size))
+    dones = []
+    while not dones or not dones[-1].any():
         state, transition, info = step(state, push)
-        if bool(info.done.any()):
-            break
-    assert bool(info.done.all()) and not bool(info.truncated.any())
+        dones.append(np.asarray(info.done))
+    # The pole fell (in 7 steps) before the 8-step time limit.
+    assert len(dones) < 8 and dones[-1].all() and not bool(info.truncated.any())
     np.testing.assert_array_equal(transition.discount, 0.0)
 
 
 def test_resets_draw_fresh_random_initial_states(short_env):
     env, step = short_env
-    state = env.reset(jax.random.key(2), 4)
+    state = env.reset(jax.random.key(2), 3)  # 3 environments: the step compiled above
     starts = [np.asarray(state.obs)]
-    zero = jnp.zeros((4, env.action_size))
-    for t in range(10):
+    zero = jnp.zeros((3, env.action_size))
+    for t in range(16):
         state, _, _ = step(state, zero)
-        if (t + 1) % 5 == 0:
+        if (t + 1) % 8 == 0:
             starts.append(np.asarray(state.obs))
-    starts = np.concatenate(starts)  # 3 resets x 4 environments
+    starts = np.concatenate(starts)  # 3 resets x 3 environments
     distinct = {tuple(np.round(row, 6)) for row in starts}
     assert len(distinct) == len(starts)
 
 
+def test_without_resets_an_ended_environment_steps_on_from_its_end(short_env):
+    env, _ = short_env
+    step = jax.jit(functools.partial(env.step, reset_finished=False))
+    state = env.reset(jax.random.key(4), 3)
+    zero = jnp.zeros((3, env.action_size))
+    for _ in range(9):
+        state, transition, info = step(state, zero)
+    # Past the 8-step limit: no fresh initial state, the counters go on counting.
+    np.testing.assert_array_equal(state.obs, transition.next_obs)
+    np.testing.assert_array_equal(state.steps, 9)
+    np.testing.assert_array_equal(state.episode_return, 9.0)
+    assert bool(info.truncated.all())
+
+
 def test_observations_are_float32_and_sizes_match(short_env):
     env, _ = short_env
-    state = env.reset(jax.random.key(3), 2)
-    assert state.obs.dtype == jnp.float32 and state.obs.shape == (2, env.obs_size)
+    state = env.reset(jax.random.key(3), 3)
+    assert state.obs.dtype == jnp.float32 and state.obs.shape == (3, env.obs_size)
     assert (env.obs_size, env.action_size) == (4, 1)
 
 
@@ -82,10 +98,10 @@ def test_the_model_to_draw_matches_the_joint_positions_it_is_drawn_in(short_env)
     env, step = short_env
     model = env.mj_model()
     assert model is not None and model.nq > 0
-    state = env.reset(jax.random.key(3), 4)
+    state = env.reset(jax.random.key(3), 3)
     start = np.asarray(env.qpos(state))
-    assert start.shape == (4, model.nq)
-    state, _, _ = step(state, jnp.ones((4, env.action_size)))
+    assert start.shape == (3, model.nq)
+    state, _, _ = step(state, jnp.ones((3, env.action_size)))
     assert not np.allclose(np.asarray(env.qpos(state)), start)  # it follows the physics
 
 
