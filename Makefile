@@ -135,7 +135,7 @@ mpo-returns: init
 td3-returns: init
 	for seed in 0 1 2 3 4 5; do \
 	  rm -rf docs/results/cartpole_swingup_td3_explore/TD3-decay30k-from0.5-seed$$seed; \
-	  $(BIN)/python jax_rl/main_dm_control.py --policy TD3 --seed $$seed \
+	  $(BIN)/python jax_rl/main_dm_control.py --policy TD3 --seed $$seed --preset paper \
 	    --exploration_decay 30000 --initial_exploration_noise 0.5 \
 	    --max_timesteps 100000 --no_progress \
 	    --save_dir docs/results/cartpole_swingup_td3_explore/TD3-decay30k-from0.5-seed$$seed || exit 1; \

@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NoReturn, TypeVar
 
@@ -325,10 +325,13 @@ def _fields(module: ModuleType) -> set[str]:
 
 
 def build_algo_config(
-    args: argparse.Namespace, context: str = ""
+    args: argparse.Namespace,
+    context: str = "",
+    origin: Callable[[str], str] | None = None,
 ) -> tuple[ModuleType, Any, dict[str, list[float]]]:
     """The chosen learner module, its Config and the swept fields (field -> values), or a
-    one-line error (after `context`, e.g. the preset that set the values) and exit 2.
+    one-line error (after `context`, e.g. the preset that set the values; ending with
+    `origin(message)`, e.g. which of the settings it names a preset gave) and exit 2.
 
     A flag given several comma-separated values is a sweep: the Config holds its
     first value, and every value is checked.
@@ -360,7 +363,7 @@ def build_algo_config(
         if hasattr(module, "check_platform"):  # what the learner needs of this process
             module.check_platform(config)
     except ValueError as e:
-        fail(f"{context}{e}")
+        fail(f"{context}{e}{origin(str(e)) if origin else ''}")
     return module, config, sweep
 
 

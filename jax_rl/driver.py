@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -193,6 +194,24 @@ def apply_preset(
     return applied
 
 
+def preset_origin(preset: presets.Preset, applied: dict[str, Any]) -> Callable[[str], str]:
+    """For an error about the settings as a whole: which settings it names the preset gave
+    (" (crossq=True: from preset dm_control/* ...)"), so that a user who never asked for
+    them learns where they came from; "" if it names none."""
+
+    def origin(message: str) -> str:
+        named = [key for key in applied if re.search(rf"\b{re.escape(key)}\b", message)]
+        if not named:
+            return ""
+        given = ", ".join(f"{key}={applied[key]}" for key in named)
+        return (
+            f" ({given}: from preset {preset.name} ({preset.file}); a flag of yours wins over "
+            "it, --preset paper takes no preset)"
+        )
+
+    return origin
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every checked setting of a run, before any environment is opened."""
@@ -212,12 +231,15 @@ class Settings:
         """The preset as config.json records it."""
         if self.preset is None:
             return None
-        return {
+        record = {
             "name": self.preset.name,
             "file": self.preset.file,
             "applied": self.preset_applied,
             "overridden_by_flags": sorted(set(self.preset.settings) - set(self.preset_applied)),
         }
+        if self.preset.tuned_on:  # a `*` entry: the tasks it was chosen on, as it stood
+            record["tuned_on"] = list(self.preset.tuned_on)
+        return record
 
     def recorded(self) -> dict[str, Any]:
         """The resolved settings as config.json records them (what `make results` compares)."""
@@ -284,7 +306,8 @@ def resolve_settings(
         applied = apply_preset(parser, args, preset, given)
     resuming.check_save_dir(args)
     cli.check_watch_flags(args)
-    algo, algo_config, sweep = cli.build_algo_config(args)
+    origin = preset_origin(preset, applied) if preset is not None else None
+    algo, algo_config, sweep = cli.build_algo_config(args, origin=origin)
     if getattr(algo_config, "exploration_noise_min", 0) > 0 and not getattr(
         backend.loop_config_class, "draws_per_episode", False
     ):

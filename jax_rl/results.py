@@ -137,23 +137,63 @@ TDMPC2_SAC_100K = {
     "finger-turn_easy": (386.4, 178.1),
 }
 
-DMC_REFERENCES = (
+# Today's bar at 100k frames (../shared/REFERENCES.md): MR.Q (Fujimoto et al., ICLR 2025)
+# from its results files (50k agent steps with action repeat 2), SimbaV2 (Lee et al., 2025)
+# from its repository's CSVs; 10 seeds each, mean and standard deviation. Our steps are
+# frames (no action repeat), so the step counts match.
+MRQ_100K = {
+    "cartpole-swingup": (853.0, 7.0),
+    "walker-walk": (891.0, 78.0),
+    "cheetah-run": (648.0, 58.0),
+    "reacher-easy": (940.0, 45.0),
+    "finger-spin": (733.0, 159.0),
+    "ball_in_cup-catch": (965.0, 8.0),
+    "walker-run": (479.0, 109.0),
+}
+SIMBAV2_100K = {
+    "cartpole-swingup": (861.0, 13.0),
+    "walker-walk": (962.0, 5.0),
+    "cheetah-run": (642.0, 118.0),
+    "reacher-easy": (967.0, 29.0),
+    "finger-spin": (727.0, 169.0),
+    "ball_in_cup-catch": (965.0, 29.0),
+    "walker-run": (680.0, 22.0),
+}
+
+CURL_REFERENCE = Reference(
+    "CURL State SAC",
+    "SAC",
+    CURL_STATE_SAC_100K,
+    "CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps (seeds and "
+    "settings not given)",
+)
+TDMPC2_REFERENCE = Reference(
+    "TD-MPC2 SAC",
+    "SAC",
+    TDMPC2_SAC_100K,
+    "TD-MPC2 (Hansen et al., 2024), its state-based SAC baseline, nicklashansen/tdmpc2 "
+    "results/sac/<task>.csv, the return at step 100k, mean ± sample standard "
+    "deviation of its 3 seeds (computed from the CSVs; TD-MPC2's dm_control wrapper "
+    "repeats each action twice, and the CSVs do not say whether their steps count "
+    "the repeats)",
+)
+DMC_REFERENCES = (CURL_REFERENCE, TDMPC2_REFERENCE)  # the Playground table's columns
+
+DMC_REFERENCES_2025 = (
     Reference(
-        "CURL State SAC",
-        "SAC",
-        CURL_STATE_SAC_100K,
-        "CURL (Srinivas et al., 2020), Table 1, State SAC, 100k env steps (seeds and "
-        "settings not given)",
+        "MR.Q",
+        "TD3",
+        MRQ_100K,
+        "MR.Q (Fujimoto et al., ICLR 2025), its results files, 10 seeds, at 100k "
+        "frames (50k agent steps with action repeat 2; ours repeat no action, so our "
+        "steps are frames)",
     ),
     Reference(
-        "TD-MPC2 SAC",
+        "SimbaV2",
         "SAC",
-        TDMPC2_SAC_100K,
-        "TD-MPC2 (Hansen et al., 2024), its state-based SAC baseline, nicklashansen/tdmpc2 "
-        "results/sac/<task>.csv, the return at step 100k, mean ± sample standard "
-        "deviation of its 3 seeds (computed from the CSVs; TD-MPC2's dm_control wrapper "
-        "repeats each action twice, and the CSVs do not say whether their steps count "
-        "the repeats)",
+        SIMBAV2_100K,
+        "SimbaV2 (Lee et al., 2025, SAC with SimbaV2 networks), its repository's "
+        "CSVs, 10 seeds, at 100k frames",
     ),
 )
 
@@ -207,11 +247,15 @@ SUITES = {
         learners=LEARNERS,
         steps=100_000,
         out_stem="dmc",
-        references=DMC_REFERENCES,
+        # A SAC baseline, then today's bar (CURL's column: dmc100k_previous.md).
+        references=(TDMPC2_REFERENCE, *DMC_REFERENCES_2025),
         reference_steps=100_000,
         note=(
-            "the MPO entry `dm_control/*` was chosen on cartpole-swingup only, TD3's and SAC's "
-            "on all six tasks"
+            "TD3's and SAC's entry `dm_control/*` is CrossQ with 256-256 critics, chosen on "
+            "cheetah-run, walker-walk and finger-spin (SAC keeps the published settings on "
+            "ball_in_cup-catch, its own entry); the MPO entry `dm_control/*` was chosen on "
+            "cartpole-swingup only. The table before CrossQ: "
+            "[dmc100k_previous.md](dmc100k_previous.md)"
         ),
         make_target="results",
     ),
@@ -442,13 +486,29 @@ def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
     recorded = json.loads(config.read_text())
     changes = []
     for part in ("loop", "algo"):
-        before = recorded.get(part, {})
-        for key, value in now[part].items():
+        before, after = recorded.get(part, {}), now[part]
+        if part == "algo":
+            before, after = effective_widths(before), effective_widths(after)
+        for key, value in after.items():
             if key in before and before[key] != value:
                 changes.append(f"{part}.{key} {before[key]} -> {value}")
     if recorded.get("sweep", {}) != now["sweep"]:
         changes.append(f"sweep {recorded.get('sweep', {})} -> {now['sweep']}")
     return changes
+
+
+WIDTH_KEYS = ("actor_hidden_sizes", "critic_hidden_sizes")
+
+
+def effective_widths(algo: dict[str, Any]) -> dict[str, Any]:
+    """`algo` with empty `actor_hidden_sizes` / `critic_hidden_sizes` read as `hidden_sizes`
+    (what the learners build): a run that named its 256-256 critics and one that took them
+    from `hidden_sizes` ran the same networks."""
+    shared = algo.get("hidden_sizes")
+    return {
+        key: shared if key in WIDTH_KEYS and value == [] and shared is not None else value
+        for key, value in algo.items()
+    }
 
 
 def run_dir_of(args: argparse.Namespace, task: str, learner: str) -> Path:
@@ -650,7 +710,8 @@ def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     """Whether the cell's preset was chosen on `task`, from the preset its config.json
     recorded: "tuned" (a task entry, or a `*` entry whose `tuned_on` names the task), "held
     out" (a `*` entry chosen on other tasks) or "defaults" (no preset: the published
-    settings)."""
+    settings). A `*` entry's `tuned_on` is the one the run recorded (the entry may have
+    been replaced since); runs from before it was recorded take the file's."""
     from jax_rl import presets
 
     config = result_dir / "config.json"
@@ -658,7 +719,9 @@ def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     if not preset:
         return "defaults"
     name = preset["name"]  # its entry may be gone since (folded into a `*` entry)
-    tuned_on = presets.load_file(learner)["task"].get(name, {}).get("tuned_on", [])
+    tuned_on = preset.get("tuned_on")
+    if tuned_on is None:
+        tuned_on = presets.load_file(learner)["task"].get(name, {}).get("tuned_on", [])
     return "tuned" if presets.tuned(name, tuned_on, task) else "held out"
 
 

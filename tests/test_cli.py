@@ -79,9 +79,9 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     assert config["flags"]["hidden_sizes"] == [32, 32] and config["flags"]["eval_freq"] == 150
     assert "policy" not in config["flags"] and "save_dir" not in config["flags"]
     assert "-> your flags (--batch_size 32, --eval_episodes 1" in result.stderr
-    if policy == "TD3":
-        assert config["algo"]["exploration_decay"] == 30000
-        assert "preset dm_control/* (exploration_decay=30000" in result.stderr
+    if policy in ("TD3", "SAC"):  # CrossQ with the default 256-256 widths: ours are 32-32
+        assert config["algo"]["crossq"] and config["algo"]["policy_freq"] == 3
+        assert "preset dm_control/* (crossq=True, policy_freq=3, adam_beta1=0.5" in result.stderr
     if policy == "MPO":
         assert config["loop"]["n_step"] == 5 and config["algo"]["input_layer"] == "layernorm"
 
@@ -160,7 +160,17 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--replay", "lap", "--lap_alpha", "1.5"], "lap_alpha must be in (0, 1], got 1.5"),
         (["--policy", "SAC", "--replay", "lap", "--lap_alpha", "0"], "lap_alpha must be in (0, 1]"),
         (["--replay", "per"], "replay must be one of uniform, lap"),
-        (["--policy", "SAC", "--replay", "lap", "--critic", "categorical"], "lap takes the scalar"),
+        (
+            ["--policy", "SAC", "--preset", "paper", "--replay", "lap", "--critic", "categorical"],
+            "lap takes the scalar",
+        ),
+        # A setting the task's preset gave is named with the preset, for a user who never
+        # asked for CrossQ (TD3's and SAC's dm_control entry).
+        (
+            ["--policy", "SAC", "--critic", "categorical"],
+            "crossq takes the scalar critic, got critic 'categorical' (crossq=True: from preset "
+            "dm_control/* (jax_rl/presets/sac.toml); a flag of yours wins over it",
+        ),
         (
             ["--representation", "sale", "--embedding_size", "0"],
             "embedding_size must be a positive",

@@ -138,14 +138,17 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     mpo = presets.resolve("MPO", "dm_control", "walker-walk")
     assert mpo.name == "dm_control/*" and mpo.settings["n_step"] == 5
     td3 = presets.resolve("TD3", "dm_control", "cartpole-swingup")
-    assert td3.settings == {"exploration_decay": 30000, "initial_exploration_noise": 0.5}
+    crossq = {"crossq": True, "policy_freq": 3, "adam_beta1": 0.5, "actor_lr": 1e-3}
+    crossq |= {"critic_lr": 1e-3, "start_timesteps": 5000}  # 256-256: the default widths
+    assert td3.settings == crossq
     assert td3.name == "dm_control/*" and td3.tuned_for("cheetah-run")
+    assert not td3.tuned_for("cartpole-swingup")
     held_out = presets.resolve("TD3", "dm_control", "walker-run")  # a task no one tuned on
     assert held_out.settings == td3.settings and not held_out.tuned_for("walker-run")
     sac_dmc = presets.resolve("SAC", "dm_control", "cartpole-swingup")
-    assert sac_dmc.name == "dm_control/*" and sac_dmc.settings == {"init_alpha": 0.1}
+    assert sac_dmc.name == "dm_control/*" and sac_dmc.settings == {**crossq, "alpha_lr": 1e-3}
     assert sac_dmc.tuned_for("walker-walk") and not sac_dmc.tuned_for("finger-turn_easy")
-    # ball_in_cup-catch keeps the published temperature, where the defaults measured higher.
+    # ball_in_cup-catch keeps the published SAC, which measured higher than the entry before.
     sac_cup = presets.resolve("SAC", "dm_control", "ball_in_cup-catch")
     assert sac_cup.name == "dm_control/ball_in_cup-catch" and sac_cup.settings == {
         "init_alpha": 1.0
@@ -194,7 +197,7 @@ def test_the_users_flags_win_over_the_preset_and_the_record_says_so(tmp_path):
 def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path):
     # Not only those that override the preset: run flags and sweeps too; the task, the
     # seeds and the paths are not settings.
-    argv = ["--policy", "SAC", "--domain_name", "walker", "--task_name", "walk"]
+    argv = ["--policy", "SAC", "--domain_name", "ball_in_cup", "--task_name", "catch"]
     argv += ["--num_seeds", "2", "--save_dir", str(tmp_path / "run"), "--init_alpha", "0.1"]
     argv += ["--hidden_sizes", "64,64", "--max_timesteps", "30000", "--actor_lr", "1e-3,3e-4"]
     s = settings_of(argv)
@@ -206,11 +209,11 @@ def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path)
     }
     # The task's preset sets nothing the flags leave: it says so.
     assert s.resolution() == (
-        "SAC defaults -> preset dm_control/* (nothing) -> your flags (--actor_lr 0.001,0.0003, "
-        "--hidden_sizes 64,64, --init_alpha 0.1, --max_timesteps 30000)"
+        "SAC defaults -> preset dm_control/ball_in_cup-catch (nothing) -> your flags (--actor_lr "
+        "0.001,0.0003, --hidden_sizes 64,64, --init_alpha 0.1, --max_timesteps 30000)"
     )
     assert settings_of(argv[:8]).resolution() == (
-        "SAC defaults -> preset dm_control/* (init_alpha=0.1)"
+        "SAC defaults -> preset dm_control/ball_in_cup-catch (init_alpha=1.0)"
     )
     paper = settings_of([*argv[:8], "--preset", "paper"])
     assert paper.resolution() == "SAC defaults (preset: paper)"
@@ -218,7 +221,7 @@ def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path)
 
 def test_a_task_without_a_preset_says_so_on_start_up(preset_dir, tmp_path):
     write(preset_dir, "SAC", TABLES.replace('"dm_control/*"', '"gymnasium/*"'))
-    argv = ["--policy", "SAC", "--domain_name", "walker", "--task_name", "walk"]
+    argv = ["--policy", "SAC", "--domain_name", "ball_in_cup", "--task_name", "catch"]
     s = settings_of([*argv, "--save_dir", str(tmp_path / "run"), "--init_alpha", "0.1"])
     assert s.preset is None and s.algo_config.init_alpha == 0.1
     assert (

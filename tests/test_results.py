@@ -45,17 +45,19 @@ def test_table_cells_are_mean_and_t_interval_beside_the_published_figure(tmp_pat
     # 3 seeds: mean 820, std 20, t(0.975, 2) = 4.303 -> 4.303 * 20 / sqrt(3) = 49.7.
     # 2 seeds: mean 810, std 14.14, t(0.975, 1) = 12.71 -> 12.71 * 14.14 / sqrt(2) = 127.
     assert (
-        "| task | TD3 | SAC | MPO | CURL State SAC, 100k | TD-MPC2 SAC, 100k |" in table
+        "| task | TD3 | SAC | MPO | TD-MPC2 SAC, 100k | MR.Q, 100k | SimbaV2, 100k |" in table
     )  # every published column, each cited below the table
     assert (
-        "| cartpole-swingup | 820 ± 50 (defaults) | 810 ± 127 (defaults) | not run yet | 835 ± 22 "
-        "| 835 ± 10 |" in table
+        "| cartpole-swingup | 820 ± 50 (defaults) | 810 ± 127 (defaults) | not run yet | 835 ± 10 "
+        "| 853 ± 7 | 861 ± 13 |" in table
     )
     assert (
-        "| walker-walk | not run yet | not run yet | not run yet | 891 ± 82 | 708 ± 204 |" in table
+        "| walker-walk | not run yet | not run yet | not run yet | 708 ± 204 | 891 ± 78 | 962 ± 5 |"
+        in table
     )
-    assert "- CURL State SAC: CURL (Srinivas et al., 2020), Table 1" in table
     assert "- TD-MPC2 SAC: TD-MPC2 (Hansen et al., 2024)" in table
+    assert "- MR.Q: MR.Q (Fujimoto et al., ICLR 2025), its results files, 10 seeds" in table
+    assert "- SimbaV2: SimbaV2 (Lee et al., 2025" in table
     assert "TD3 cartpole-swingup 10 min; SAC cartpole-swingup 10 min" in table
     assert results.write_figure(args).exists()
 
@@ -151,7 +153,8 @@ def test_an_interrupted_table_continues_from_the_checkpoint_then_skips_what_is_d
     assert [p.parent.name for p in curves] == ["TD3-seed0", "TD3-seed1"]
     assert not list(cell.rglob("*.msgpack"))  # no checkpoints or parameters in the repository
     finals = results.final_returns(cell)
-    assert f"| cartpole-swingup | {results.cell_text(finals)} (tuned) |" in table.read_text()
+    # TD3's dm_control/* entry (CrossQ) was chosen on other tasks: held out here.
+    assert f"| cartpole-swingup | {results.cell_text(finals)} (held out) |" in table.read_text()
     assert (tmp_path / "out" / "dmc0k.png").exists()
 
     again = run_results(tmp_path)
@@ -219,8 +222,9 @@ def test_a_task_outside_the_suite_keeps_its_row_once_it_has_results(tmp_path):
         "| cartpole-swingup", "| walker-walk", "| cheetah-run", "| reacher-easy",
         "| finger-spin", "| ball_in_cup-catch", "| walker-run",
     ]  # fmt: skip
-    # No CURL figure for it; TD-MPC2's SAC at 100k (3 seeds: 367.8 / 355.7 / 295.2).
-    assert "| walker-run | not run yet | 300 ± 0 (defaults) | not run yet | - | 340 ± 39 |" in table
+    # TD-MPC2's SAC at 100k (3 seeds: 367.8 / 355.7 / 295.2), MR.Q's and SimbaV2's.
+    row = "| walker-run | not run yet | 300 ± 0 (defaults) | not run yet | 340 ± 39 | 479 ± 109 |"
+    assert row in table
 
 
 def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
@@ -239,6 +243,15 @@ def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
     assert "| HalfCheetah-v5 | not run yet | 1000 ± 0 (tuned) |" in table
     assert "| Ant-v5 | not run yet | 1000 ± 0 (held out) |" in table
     assert "| Walker2d-v5 | not run yet | not run yet |" in table
+    # A `*` entry's tasks as the run recorded them win over the file's (the entry may have
+    # been replaced since): the file's gymnasium/* was chosen on Humanoid-v5, not Walker2d-v5.
+    for task, tuned_on in (("Walker2d-v5", ["Walker2d-v5"]), ("Humanoid-v5", ["Ant-v5"])):
+        write_run(out / task / "TD3", [1000.0, 1000.0, 1000.0], 200_000)
+        config = {"preset": {"name": "gymnasium/*", "tuned_on": tuned_on}, "algo": {}}
+        (out / task / "TD3" / "config.json").write_text(json.dumps(config))
+    table = results.write_table(args).read_text()
+    assert "| Walker2d-v5 | not run yet | 1000 ± 0 (tuned) |" in table
+    assert "| Humanoid-v5 | not run yet | 1000 ± 0 (held out) |" in table
 
 
 def test_the_playground_suite_trains_on_the_device_pipeline_with_mpo_solving_in_the_graph(
@@ -273,11 +286,11 @@ def dmc_args(tmp_path, *more):
 
 def test_a_cells_settings_resolve_through_its_preset_and_its_flags(tmp_path):
     td3 = results.resolved_settings(dmc_args(tmp_path), "cartpole-swingup", "TD3")
-    assert td3["algo"]["exploration_decay"] == 30000  # the task's preset
+    assert td3["algo"]["crossq"] and td3["algo"]["policy_freq"] == 3  # the task's preset
     assert td3["loop"]["max_timesteps"] == 100_000 and td3["sweep"] == {}
     paper = dmc_args(tmp_path, "--flags", "--preset paper --tau 0.01")
     td3_paper = results.resolved_settings(paper, "cartpole-swingup", "TD3")
-    assert td3_paper["algo"]["exploration_decay"] == 0 and td3_paper["algo"]["tau"] == 0.01
+    assert not td3_paper["algo"]["crossq"] and td3_paper["algo"]["tau"] == 0.01
 
 
 def test_a_finished_cell_trains_again_when_its_settings_changed_and_only_then(
@@ -293,6 +306,14 @@ def test_a_finished_cell_trains_again_when_its_settings_changed_and_only_then(
     (cell / "config.json").write_text(json.dumps(older))
     assert results.changed_settings(cell / "config.json", now) == ["algo.tau 0.01 -> 0.005"]
     assert results.changed_settings(tmp_path / "no-config.json", now) == []
+    # Widths compare as built: critics named 256-256 are the default hidden_sizes' 256-256.
+    assert now["algo"]["critic_hidden_sizes"] == [] and now["algo"]["hidden_sizes"] == [256, 256]
+    for named, change in (([256, 256], []), ([512, 512], ["[512, 512] -> [256, 256]"])):
+        widths = {"loop": now["loop"], "algo": {**now["algo"], "critic_hidden_sizes": named}}
+        (cell / "config.json").write_text(json.dumps({**widths, "sweep": {}}))
+        found = results.changed_settings(cell / "config.json", now)
+        assert found == [f"algo.critic_hidden_sizes {c}" for c in change]
+    (cell / "config.json").write_text(json.dumps(older))
 
     trained = []
     monkeypatch.setattr(results, "train_cell", lambda *a: trained.append(a[1:3]) or True)
@@ -372,8 +393,8 @@ def test_the_readmes_result_rows_are_the_tables_with_their_tuned_marks():
 
 
 def hand_made_run(folder: Path, changes: dict | None = None) -> Path:
-    """A finished SAC run on cartpole-swingup made with `main_dm_control.py --init_alpha 0.1`
-    (no preset): the settings of the cell's preset entry, reached by flags."""
+    """A finished SAC run on cartpole-swingup made with `main_dm_control.py --preset paper
+    --crossq ...`: the settings of the cell's preset entry, reached by flags."""
     args = results.parse_args(["--tasks", "cartpole-swingup", "--learners", "SAC"])
     settings = results.resolved_settings(args, "cartpole-swingup", "SAC")
     for key, value in (changes or {}).items():
@@ -382,7 +403,7 @@ def hand_made_run(folder: Path, changes: dict | None = None) -> Path:
     write_run(folder, [800.0, 820.0, 840.0], 100_000)
     config = {
         "policy": "SAC", "env_backend": "dm_control", "domain_name": "cartpole",
-        "task_name": "swingup", "preset": None, "flags": {"init_alpha": 0.1}, **settings,
+        "task_name": "swingup", "preset": None, "flags": {"crossq": True}, **settings,
     }  # fmt: skip
     for path in [folder / "config.json", *(p / "config.json" for p in folder.glob("*-seed*"))]:
         path.write_text(json.dumps(config))
@@ -401,17 +422,17 @@ def test_a_run_made_by_hand_with_the_cells_settings_is_adopted_under_its_preset(
     for path in [cell / "config.json", cell / "TD3-seed0" / "config.json"]:
         config = json.loads(path.read_text())
         assert config["preset"]["name"] == "dm_control/*"
-        assert config["adopted"] == {"from": str(run), "preset": None, "flags": {"init_alpha": 0.1}}
+        assert config["adopted"] == {"from": str(run), "preset": None, "flags": {"crossq": True}}
     assert results.final_returns(cell) == [800.0, 820.0, 840.0]
     table = (tmp_path / "dmc100k.md").read_text()
-    assert "| cartpole-swingup | not run yet | 820 ± 50 (tuned) |" in table
+    assert "| cartpole-swingup | not run yet | 820 ± 50 (held out) |" in table  # CrossQ's entry
 
 
 def test_a_run_with_other_settings_or_steps_is_not_adopted(tmp_path, capsys):
-    run = hand_made_run(tmp_path / "alpha_1", {"algo.init_alpha": 1.0})
+    run = hand_made_run(tmp_path / "beta1", {"algo.adam_beta1": 0.9})
     assert adopt(tmp_path, run) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "algo.init_alpha 1.0 -> 0.1" in err[0], err
+    assert len(err) == 1 and "algo.adam_beta1 0.9 -> 0.5" in err[0], err
     assert not (tmp_path / "dmc100k").exists()
     run = hand_made_run(tmp_path / "short")
     assert adopt(tmp_path, run, "--steps", "50000") == 2
