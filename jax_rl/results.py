@@ -815,6 +815,12 @@ def write_table(args: argparse.Namespace) -> Path:
     return path
 
 
+def learner_colors(suite: Suite) -> dict[str, str]:
+    """One colour per learner of the suite, the same in every panel (matplotlib's cycle in
+    the suite's order), so that a panel without TD3 does not paint MPO in TD3's blue."""
+    return {learner: f"C{i}" for i, learner in enumerate(suite.learners)}
+
+
 def write_figure(args: argparse.Namespace) -> Path | None:
     """<out>.png: one panel per task, each learner's mean with its 95% CI band."""
     import matplotlib
@@ -830,23 +836,23 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     rows = -(-len(tasks) // cols)
     size = (max(4 * cols, 6), 3.2 * rows + 0.4)
     fig, axes = plt.subplots(rows, cols, figsize=size, dpi=110, squeeze=False)
+    colors = learner_colors(args.suite)
     for ax, task in zip(axes.flat, tasks, strict=False):
-        colors: dict[str, str] = {}
         for learner in args.suite.learners:
             paths = sorted((args.out / task / learner).rglob("evaluations.csv"))
             if not paths:
                 continue
             curve = plot.summarise({learner: paths})[learner]
-            (line,) = ax.plot(curve["steps"], curve["mean"], label=f"{learner} ({len(paths)})")
-            colors[learner] = line.get_color()
+            color = colors[learner]
+            ax.plot(curve["steps"], curve["mean"], color=color, label=f"{learner} ({len(paths)})")
             ax.fill_between(
                 curve["steps"], curve["mean"] - curve["ci95"], curve["mean"] + curve["ci95"],
-                alpha=0.2,
+                color=color, alpha=0.2,
             )  # fmt: skip
         for ref, style in styled:
             reference = reference_of(args, ref, task)
-            if reference:
-                color = colors.get(ref.learner, "grey")  # a reference in its learner's colour
+            if reference:  # in its learner's colour, whether or not that learner ran here
+                color = colors.get(ref.learner, "grey")
                 ax.axhline(reference[0], color=color, linestyle=style, linewidth=1)
         ax.set_title(task, fontsize=10)
         ax.set_xlabel("environment steps")

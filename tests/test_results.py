@@ -62,6 +62,25 @@ def test_table_cells_are_mean_and_t_interval_beside_the_published_figure(tmp_pat
     assert results.write_figure(args).exists()
 
 
+def test_each_learner_keeps_its_colour_in_every_panel(tmp_path, monkeypatch):
+    from matplotlib import colors
+    from matplotlib.figure import Figure
+
+    out = tmp_path / "dmc100k"
+    write_run(out / "cartpole-swingup" / "MPO", [800.0, 820.0, 840.0], 100_000)  # MPO alone
+    write_run(out / "walker-walk" / "TD3", [900.0, 900.0, 900.0], 100_000)
+    write_run(out / "walker-walk" / "MPO", [500.0, 500.0, 500.0], 100_000)
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path: drawn.append(fig))
+    results.write_figure(results.parse_args(["--out", str(out)]))
+    cartpole, walker = drawn[0].axes[:2]
+    mpo, td3 = colors.to_rgba("C2"), colors.to_rgba("C0")  # the suite's third and first
+    assert [colors.to_rgba(line.get_color()) for line in walker.get_lines()[:2]] == [td3, mpo]
+    assert colors.to_rgba(cartpole.get_lines()[0].get_color()) == mpo
+    # MR.Q's line in TD3's colour, though no TD3 ran on cartpole-swingup.
+    assert td3 in [colors.to_rgba(line.get_color()) for line in cartpole.get_lines()[1:]]
+
+
 def test_the_gym_suite_sets_both_published_learners_beside_ours(tmp_path):
     out = tmp_path / "gym200k"
     write_run(out / "Hopper-v5" / "SAC", [3000.0, 3100.0, 3200.0], 200_000)
