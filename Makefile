@@ -33,7 +33,8 @@ chaos: init
 	$(BIN)/python -m jax_rl.chaos
 
 # SAC on the host loop for 1M steps, resident memory and s / 1000 steps every 50k; writes
-# docs/benchmarks/soak.md (about 2.5 hours on one core of this machine; nothing else running).
+# docs/benchmarks/soak.md (2.4 hours on one core of this machine with SAC's dm_control entry
+# before CrossQ; about 4 with CrossQ, its entry since session 48; nothing else running).
 soak: init
 	$(BIN)/python -m jax_rl.soak
 
@@ -85,7 +86,8 @@ bench-quick: init
 	$(BIN)/python -m jax_rl.benchmark --quick
 
 # The standard DM Control table (docs/results/dmc100k.md): 6 tasks x TD3, SAC, MPO x 3
-# seeds, 100k steps, with the presets; about 10 hours on the 2-core CPU. Resumable: run it
+# seeds, 100k steps, with the presets; a TD3 or SAC cell (CrossQ) takes 55-100 min and an MPO
+# cell 100-140 min on the 2-core CPU, about 14 hours in all. Resumable: run it
 # again and it skips finished cells (unless a preset or flag has changed their settings since)
 # and continues the interrupted one from its checkpoint (in RESULTS_RUNS; keep it where a
 # new clone of the work tree does not remove it).

@@ -237,7 +237,7 @@ class Settings:
             "applied": self.preset_applied,
             "overridden_by_flags": sorted(set(self.preset.settings) - set(self.preset_applied)),
         }
-        if self.preset.tuned_on:  # a `*` entry: the tasks it was chosen on, as it stood
+        if self.preset.name.endswith("/*"):  # the tasks it was chosen on, as it stood
             record["tuned_on"] = list(self.preset.tuned_on)
         return record
 

@@ -1,6 +1,6 @@
 """A population bigger than one machine: sub-populations as Ray tasks (`--engine ray`).
 
-    python jax_rl/main_dm_control.py --policy SAC --num_seeds 8 --tau 0.005,0.01 \\
+    python jax_rl/main_dm_control.py --policy SAC --num_seeds 8 --critic_lr 3e-4,1e-3 \\
         --engine ray --agents_per_worker 4 --save_dir runs/sweep
 
 The agents are those one run would train (`population.expand`: the seeds and swept

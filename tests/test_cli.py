@@ -81,6 +81,8 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     assert "-> your flags (--batch_size 32, --eval_episodes 1" in result.stderr
     if policy in ("TD3", "SAC"):  # CrossQ with the default 256-256 widths: ours are 32-32
         assert config["algo"]["crossq"] and config["algo"]["policy_freq"] == 3
+        # The tasks the entry was chosen on, as it stood (the table's tuned / held-out mark).
+        assert config["preset"]["tuned_on"] == ["cheetah-run", "walker-walk", "finger-spin"]
         assert "preset dm_control/* (crossq=True, policy_freq=3, adam_beta1=0.5" in result.stderr
     if policy == "MPO":
         assert config["loop"]["n_step"] == 5 and config["algo"]["input_layer"] == "layernorm"
@@ -108,7 +110,15 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
         (["--seed", "-1"], "seed must be an integer in [0, 2147483648)"),
         (["--replay_size", "100000000000"], "ask for a smaller replay capacity"),
         (["--num_seeds", "0"], "num_seeds must be a positive integer"),
-        (["--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
+        (["--preset", "paper", "--tau", "0.1,1.5"], r"tau must be in [0, 1]"),
+        # CrossQ (TD3's and SAC's dm_control entry) has no target networks: a tau would do
+        # nothing, and a sweep of it would train one agent under several names.
+        (
+            ["--policy", "SAC", "--tau", "0.005,0.01"],
+            "SAC tau does nothing with crossq (no target networks): leave it at 0.005, got 0.01 "
+            "(crossq=True: from preset dm_control/*",
+        ),
+        (["--preset", "paper", "--crossq", "--target_every", "250"], "target_every does nothing"),
         # Non-finite values, for each kind of float flag: a rate, a sweep, a loop setting.
         (["--actor_lr", "inf"], "--actor_lr: expected finite numbers, got 'inf'"),
         (["--tau", "0.005,nan"], "--tau: expected finite numbers"),

@@ -219,6 +219,18 @@ def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path)
     assert paper.resolution() == "SAC defaults (preset: paper)"
 
 
+def test_a_settings_error_names_the_preset_settings_it_mentions_and_no_others():
+    applied = {"crossq": True, "critic_lr": 1e-3}
+    preset = presets.Preset("dm_control/*", presets.preset_file("SAC"), "docs", applied)
+    origin = driver.preset_origin(preset, applied)
+    assert origin("SAC tau must be in [0, 1], got 2") == ""
+    assert origin("SAC critic must be one of scalar, categorical") == ""  # not critic_lr
+    assert origin("SAC crossq takes the scalar critic, got critic 'categorical'") == (
+        " (crossq=True: from preset dm_control/* (jax_rl/presets/sac.toml); a flag of yours "
+        "wins over it, --preset paper takes no preset)"
+    )
+
+
 def test_a_task_without_a_preset_says_so_on_start_up(preset_dir, tmp_path):
     write(preset_dir, "SAC", TABLES.replace('"dm_control/*"', '"gymnasium/*"'))
     argv = ["--policy", "SAC", "--domain_name", "ball_in_cup", "--task_name", "catch"]

@@ -392,6 +392,24 @@ def check_networks(
         raise ValueError(f"{name} renorm_warmup must be an integer >= 0, got {warmup!r}")
 
 
+def check_crossq_targets(config: Any) -> None:
+    """Raise ValueError for a target-network setting given to a CrossQ learner, which has no
+    target networks: a `tau` or `target_every` other than the default would do nothing (a
+    sweep of it would train the same agent under several names)."""
+    if not getattr(config, "crossq", False):
+        return
+    name = type(config).__module__.rsplit(".", 1)[-1].upper()
+    for key in ("tau", "target_every"):
+        if not hasattr(config, key):
+            continue
+        value, default = getattr(config, key), type(config).__dataclass_fields__[key].default
+        if is_concrete_number(value) and value != default:
+            raise ValueError(
+                f"{name} {key} does nothing with crossq (no target networks): leave it at "
+                f"{default}, got {value}"
+            )
+
+
 def renorm(config: Any, train: bool) -> Any:
     """The `networks.Renorm` of a CrossQ learner's networks (None without crossq)."""
     from jax_rl.networks import Renorm

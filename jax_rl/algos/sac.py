@@ -144,6 +144,7 @@ class Config(flax.struct.PyTreeNode):
         )
         sale.check(self)
         common.check_replay(self)
+        common.check_crossq_targets(self)
 
 
 class State(flax.struct.PyTreeNode):

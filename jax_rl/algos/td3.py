@@ -186,6 +186,7 @@ class Config(flax.struct.PyTreeNode):
         if self.clip_values and (self.critic != "scalar" or self.crossq):
             raise ValueError("TD3 clip_values takes the scalar critic with target networks "
                              "(not categorical, not crossq)")  # fmt: skip
+        common.check_crossq_targets(self)
 
 
 class State(flax.struct.PyTreeNode):

@@ -177,7 +177,8 @@ def test_entry_point_trains_a_seed_sweep_and_ranks_it(tmp_path):
     result = subprocess.run(
         [
             sys.executable, str(ROOT / "jax_rl" / "main_dm_control.py"), "--policy", "SAC",
-            "--num_seeds", "2", "--tau", "0.005,0.05", "--max_timesteps", "200",
+            "--preset", "paper", "--num_seeds", "2", "--tau", "0.005,0.05",
+            "--max_timesteps", "200",
             "--start_timesteps", "100", "--batch_size", "32", "--hidden_sizes", "16",
             "--eval_freq", "100", "--eval_episodes", "1", "--log_freq", "100",
             "--no_progress", "--save_dir", str(out),
