@@ -85,7 +85,9 @@ class Backend(Protocol):
 
     def check(self, args: argparse.Namespace) -> None:
         """Raise UnknownEnvironmentError (a one-line message listing the valid names) for an
-        environment that does not exist or that the learners cannot drive."""
+        environment that does not exist or that the learners cannot drive, and
+        EnvironmentSettingError for a setting it cannot take (an action repeat longer than
+        its episodes)."""
         ...
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Trainer:
@@ -290,11 +292,11 @@ def resolve_settings(
     problem = cluster.engine_problem(args)
     if problem:
         cli.fail(problem)
-    from jax_rl.envs import UnknownEnvironmentError
+    from jax_rl.envs import EnvironmentSettingError, UnknownEnvironmentError
 
     try:
         backend.check(args)
-    except UnknownEnvironmentError as e:
+    except (UnknownEnvironmentError, EnvironmentSettingError) as e:
         cli.fail(str(e))
     task = backend.task(args)
     try:
@@ -402,10 +404,14 @@ def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, An
 def open_trainer(s: Settings, backend: Backend) -> Trainer:
     """The agents' environments, after checking that their replay buffers fit (exit 2)."""
     # Imported late: JAX and the simulators take seconds to load, --help should not.
+    from jax_rl.envs import EnvironmentSettingError
     from jax_rl.replay import ReplaySpec, ReplayTooLargeError, check_fits
 
     num_agents = len(s.agents)
-    trainer = backend.open(s.args, s.loop_config, [a.seed for a in s.agents])
+    try:
+        trainer = backend.open(s.args, s.loop_config, [a.seed for a in s.agents])
+    except EnvironmentSettingError as e:
+        cli.fail(str(e))
     try:
         # Every agent has a buffer of its own.
         rows = s.loop_config.capacity * num_agents

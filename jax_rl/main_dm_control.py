@@ -32,19 +32,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = driver.make_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--domain_name", default="cartpole", help="dm_control domain")
     parser.add_argument("--task_name", default="swingup", help="dm_control task of that domain")
-    add_noise_color_flag(parser)
+    add_collection_flags(parser)
     driver.add_common_flags(parser, HostLoopConfig())
     return parser
 
 
-def add_noise_color_flag(parser: argparse.ArgumentParser) -> None:
-    """--noise_color, a host-loop flag."""
+def add_collection_flags(parser: argparse.ArgumentParser) -> None:
+    """--noise_color and --action_repeat, the host loop's ways of collecting."""
     parser.add_argument(
         "--noise_color",
         type=cli.finite_float,
         default=HostLoopConfig().noise_color,
         help="exploration noise colored as 1/f^beta over each episode, beta this value: "
         "0 white (the published algorithms), 1 pink, 2 red; the noise scale is unchanged",
+    )
+    parser.add_argument(
+        "--action_repeat",
+        type=int,
+        default=HostLoopConfig().action_repeat,
+        metavar="K",
+        help="hold each decision for K frames, rewards summed (the field's DM Control "
+        "protocol: 2); steps, evaluations and checkpoints still count frames, so K = 2 makes "
+        "half the updates per frame",
     )
 
 
@@ -60,27 +69,35 @@ class DMControlBackend:
         return {"domain_name": args.domain_name, "task_name": args.task_name}
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        return {"noise_color": args.noise_color}
+        return {"noise_color": args.noise_color, "action_repeat": args.action_repeat}
 
     def check(self, args: argparse.Namespace) -> None:
-        from jax_rl.envs.dm_control import check_task
+        from jax_rl.envs.dm_control import DMControlEnv, check_task
+        from jax_rl.envs.repeat import check_action_repeat
 
         check_task(args.domain_name, args.task_name)
+        if args.action_repeat != 1:
+            frames = DMControlEnv(args.domain_name, args.task_name, seed=0).episode_frames
+            check_action_repeat(args.action_repeat, frames, self.task(args))
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
         from jax_rl.envs.dm_control import DMControlEnv
         from jax_rl.trainers import HostTrainer
 
         return HostTrainer.for_seeds(
-            lambda seed: DMControlEnv(args.domain_name, args.task_name, seed=seed), seeds
+            lambda seed: DMControlEnv(args.domain_name, args.task_name, seed=seed),
+            seeds,
+            loop_config.action_repeat,
         )
 
     def open_for_watching(
         self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
     ) -> Any:
         from jax_rl.envs.dm_control import DMControlEnv
+        from jax_rl.envs.repeat import repeat_actions
 
-        return DMControlEnv(args.domain_name, args.task_name, seed=seed, render_size=size)
+        env = DMControlEnv(args.domain_name, args.task_name, seed=seed, render_size=size)
+        return repeat_actions(env, loop_config.action_repeat)
 
 
 def main(argv: list[str] | None = None) -> int:

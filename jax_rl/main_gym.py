@@ -21,7 +21,7 @@ if __package__ in (None, ""):
 
 from jax_rl import driver  # noqa: E402
 from jax_rl.loops.host import HostLoopConfig  # noqa: E402
-from jax_rl.main_dm_control import add_noise_color_flag  # noqa: E402
+from jax_rl.main_dm_control import add_collection_flags  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--env", default="HalfCheetah-v5", help="Gymnasium environment id (Box actions)"
     )
-    add_noise_color_flag(parser)
+    add_collection_flags(parser)
     driver.add_common_flags(parser, HostLoopConfig())
     return parser
 
@@ -46,25 +46,33 @@ class GymnasiumBackend:
         return {"env": args.env}
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        return {"noise_color": args.noise_color}
+        return {"noise_color": args.noise_color, "action_repeat": args.action_repeat}
 
     def check(self, args: argparse.Namespace) -> None:
-        from jax_rl.envs.gymnasium import check_env
+        from jax_rl.envs.gymnasium import GymnasiumEnv, check_env
+        from jax_rl.envs.repeat import check_action_repeat
 
         check_env(args.env)
+        if args.action_repeat != 1:
+            env = GymnasiumEnv(args.env, seed=0)
+            check_action_repeat(args.action_repeat, env.episode_frames, args.env)
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
         from jax_rl.envs.gymnasium import GymnasiumEnv
         from jax_rl.trainers import HostTrainer
 
-        return HostTrainer.for_seeds(lambda seed: GymnasiumEnv(args.env, seed=seed), seeds)
+        return HostTrainer.for_seeds(
+            lambda seed: GymnasiumEnv(args.env, seed=seed), seeds, loop_config.action_repeat
+        )
 
     def open_for_watching(
         self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
     ) -> Any:
         from jax_rl.envs.gymnasium import GymnasiumEnv
+        from jax_rl.envs.repeat import repeat_actions
 
-        return GymnasiumEnv(args.env, seed=seed, render_size=size)
+        env = GymnasiumEnv(args.env, seed=seed, render_size=size)
+        return repeat_actions(env, loop_config.action_repeat)
 
 
 def main(argv: list[str] | None = None) -> int:

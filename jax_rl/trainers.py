@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from jax_rl.envs import HostEnv
+from jax_rl.envs.repeat import repeat_actions
 
 # An agent's evaluation environment is seeded apart from its training one.
 EVAL_SEED_OFFSET = 10_000
@@ -35,11 +36,18 @@ class HostTrainer:
     eval_envs: list[HostEnv]
 
     @classmethod
-    def for_seeds(cls, make_env: Callable[[int], HostEnv], seeds: Sequence[int]) -> HostTrainer:
-        """Agent i's environments seeded as a run of its own with `seeds[i]` seeds them."""
+    def for_seeds(
+        cls, make_env: Callable[[int], HostEnv], seeds: Sequence[int], action_repeat: int = 1
+    ) -> HostTrainer:
+        """Agent i's environments seeded as a run of its own with `seeds[i]` seeds them,
+        each holding an action for `action_repeat` frames (`jax_rl.envs.repeat`; raises
+        EnvironmentSettingError for a repeat longer than the episode)."""
+
+        def make(seed: int) -> HostEnv:
+            return repeat_actions(make_env(seed), action_repeat)
+
         return cls(
-            [make_env(seed) for seed in seeds],
-            [make_env(seed + EVAL_SEED_OFFSET) for seed in seeds],
+            [make(seed) for seed in seeds], [make(seed + EVAL_SEED_OFFSET) for seed in seeds]
         )
 
     @property
@@ -51,7 +59,9 @@ class HostTrainer:
         return self.envs[0].action_size
 
     def describe(self, loop_config: Any) -> str:
-        return f"{loop_config.total_steps:,} environment steps each, on the host loop"
+        repeat = loop_config.action_repeat
+        held = f", each action held for {repeat} frames" if repeat > 1 else ""
+        return f"{loop_config.total_steps:,} environment steps each{held}, on the host loop"
 
     def config_fields(self) -> dict[str, Any]:
         return {}

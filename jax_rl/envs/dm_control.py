@@ -75,6 +75,8 @@ class DMControlEnv:
         self._high = spec.maximum.astype(np.float32)
         self.action_size = int(np.prod(spec.shape))
         self.obs_size = sum(int(np.prod(s.shape)) for s in self._env.observation_spec().values())
+        # The suite's time limit in control steps (inf for a task without one).
+        self.episode_frames = float(self._env._step_limit)
 
     def reset(self) -> np.ndarray:
         return flatten_observation(self._env.reset().observation)

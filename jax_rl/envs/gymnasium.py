@@ -172,6 +172,9 @@ class GymnasiumEnv:
         self.action_size = int(space.shape[0])
         self.obs_size = int(cast(gymnasium.spaces.Box, self._env.observation_space).shape[0])
         self._time_limit = _find_wrapper(self._env, gymnasium.wrappers.TimeLimit)
+        self.episode_frames = (
+            None if self._time_limit is None else float(self._time_limit._max_episode_steps)
+        )
         self._warned = False
 
     @property

@@ -90,6 +90,9 @@ class HostLoopConfig:
     noise_color: float = 0.0
     """exponent beta of the exploration noise's 1 / f^beta spectrum: 0 white (the
     published algorithms), 1 pink, 2 red (`jax_rl.noise`)"""
+    action_repeat: int = 1
+    """frames each decision is held for, rewards summed (`jax_rl.envs.repeat`; the
+    trainer wraps the environments): every step count here is in frames"""
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -102,16 +105,19 @@ class HostLoopConfig:
                 "eval_episodes",
                 "log_freq",
                 "n_step",
+                "action_repeat",
             ),
         )
         check_collection(self)
         if not np.isfinite(self.noise_color) or self.noise_color < 0:
             raise ValueError(f"noise_color must be a finite number >= 0, got {self.noise_color}")
-        if self.start_timesteps < self.batch_size + self.n_step - 1:
+        stored, repeat = self.batch_size + self.n_step - 1, self.action_repeat
+        if self.start_timesteps < stored * repeat:
+            least = f"({stored})" if repeat == 1 else f"times action_repeat ({stored * repeat})"
             raise ValueError(
                 f"start_timesteps ({self.start_timesteps}) must be at least batch_size + "
-                f"n_step - 1 ({self.batch_size + self.n_step - 1}): transitions are stored "
-                "n_step - 1 steps late and the first update samples a full batch"
+                f"n_step - 1 {least}: transitions are stored n_step - 1 decisions late and "
+                "the first update samples a full batch"
             )
 
     @property
@@ -372,7 +378,8 @@ class Collector:
         self.learner = learner
         self.start_timesteps = start_timesteps
         self.learn_from = start_timesteps  # the step from which `learn` replaces `collect`
-        self.steps = 0
+        self.steps = 0  # frames stepped (per environment)
+        self.last_frames = 0  # frames the last step advanced
         size = len(self.envs)
         self.episode_return = np.zeros(size)
         self.last_episode_return = np.full(size, np.nan)
@@ -407,6 +414,9 @@ class Collector:
                 self.non_finite_actions.update(int(i) for i in np.flatnonzero(bad))
                 self._action[bad] = 0.0
         steps = [env.step(a) for env, a in zip(self.envs, self._action, strict=True)]
+        # Frames, as the environments report them (1 each without an action repeat); agents
+        # whose episode ended inside a repeat stepped fewer: the clock takes the most.
+        self.last_frames = max(s.frames for s in steps)
         transition = Transition(
             obs=self._obs,
             action=self._action,
@@ -425,7 +435,7 @@ class Collector:
             else:
                 next_obs.append(np.asarray(s.next_obs, np.float32))
         self._obs = np.stack(next_obs)
-        self.steps += 1
+        self.steps += self.last_frames
         stored = self.queue.push(transition, np.array([s.last for s in steps]))
         if self.steps < self.learn_from:
             if stored is not None:
@@ -650,11 +660,20 @@ class _PopulationRun:
             check_finite(e.step, rows[0], True, self.last_saved())
             raise NonFiniteError(e.step, e.what, self.last_saved()) from None
 
+    def reached(self, every: int) -> bool:
+        """Whether the last step reached or passed a multiple of `every` frames (with one
+        frame a step, whether it stands on one)."""
+        done = self.collector.steps
+        return (done - self.collector.last_frames) // every < done // every
+
+    def at_end(self) -> bool:
+        return self.collector.steps >= self.config.max_timesteps
+
     def log_and_evaluate(self, evaluations: list[list[dict[str, float]]]) -> None:
         """At logging points, the training metrics (and divergence checks); at evaluation
         points and the end, an evaluation appended to `evaluations`."""
         done, config = self.collector.steps, self.config
-        if done % config.log_freq == 0:
+        if self.reached(config.log_freq):
             self.logger.advance_to(done)
             self.collector.learner, rows = pull_metrics(self.collector.learner)
             ok = self.params_ok()
@@ -664,14 +683,15 @@ class _PopulationRun:
             for row, episode_return in zip(rows, self.collector.last_episode_return, strict=True):
                 row["episode_return"] = float(episode_return)
             self.logger.log_train(done, rows)
-        if done % config.eval_freq == 0 or done == config.max_timesteps:
+        if self.reached(config.eval_freq) or self.at_end():
             for kept, row in zip(evaluations, self.evaluate_all(done), strict=True):
                 kept.append(row)
 
     def record_video(self) -> None:
         """At the recorder's steps and at the end, a video of every agent not diverged."""
         done = self.collector.steps
-        if self.recorder.due(done - 1, done, done == self.config.max_timesteps):
+        before = done - self.collector.last_frames
+        if self.recorder.due(before, done, self.at_end()):
             self.recorder.record(done, self.agent, skip=self.watch.diverged)
 
     def checkpoint(self, signals: StopSignals | None) -> None:
@@ -680,7 +700,7 @@ class _PopulationRun:
         if control is None:
             return
         received = signals.received if signals is not None else None
-        if done % control.every == 0 or done == self.config.max_timesteps or received:
+        if self.reached(control.every) or self.at_end() or received:
             arrays, host = self.collector.checkpoint(control.keep_replay)
             meta = {
                 "host": host,

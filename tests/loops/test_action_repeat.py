@@ -1,0 +1,150 @@
+"""Action repeat through the host loop: steps counted in frames, rewards summed into each
+stored transition, a population of two, and kill-and-resume through the entry point."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from kill_and_resume import assert_resumes_bitwise, evaluations
+
+from jax_rl.algos import sac, td3
+from jax_rl.envs.probes import Countdown
+from jax_rl.envs.repeat import ActionRepeat
+from jax_rl.logger import PopulationLogger
+from jax_rl.loops import host
+
+from .test_host_population import assert_close
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOP = dict(
+    max_timesteps=60, start_timesteps=20, batch_size=8, eval_freq=20, eval_episodes=1,
+    log_freq=10, action_repeat=2,
+)  # fmt: skip
+
+
+def train(algo, seeds, out: Path):
+    """Agents of `seeds` on Countdowns of 7 frames, each action held for 2: decisions of
+    2, 2, 2 and (the time limit inside the repeat) 1 frame."""
+    config = host.HostLoopConfig(**LOOP)
+    dirs = [out] if len(seeds) == 1 else [out / f"agent{i}" for i in range(len(seeds))]
+    logger = PopulationLogger.create(out, dirs, config.max_timesteps, progress=False)
+    envs = [ActionRepeat(Countdown(time_limit=7), 2) for _ in seeds]
+    eval_envs = [ActionRepeat(Countdown(time_limit=7), 2) for _ in seeds]
+    configs = [algo.Config(hidden_sizes=(16, 16)) for _ in seeds]
+    try:
+        return host.train_population(algo, configs, seeds, envs, eval_envs, config, logger)
+    finally:
+        logger.close()
+
+
+def clock():
+    """The frames after each decision, by hand: 7 frames of an episode in 4 decisions."""
+    frames, total = [], 0
+    while total < LOOP["max_timesteps"]:
+        total += 1 if len(frames) % 4 == 3 else 2
+        frames.append(total)
+    return frames
+
+
+def test_steps_are_frames_and_each_transition_sums_its_frames(tmp_path):
+    result = train(sac, [0], tmp_path)
+    frames = clock()  # 2, 4, 6, 7, 9, ..., 56, 58, 60: 34 decisions
+    assert len(frames) == 34 and frames[-1] == 60
+    learner = result.agent(0)
+    # One stored transition per decision; one update per decision from 20 frames on.
+    assert int(learner.replay.size) == len(frames)
+    assert int(learner.agent.step) == sum(f >= 20 for f in frames)
+    data = jax.device_get(learner.replay.data)
+    size = len(frames)
+    np.testing.assert_array_equal(
+        data.reward[:size], [1.0 if i % 4 == 3 else 2.0 for i in range(size)]
+    )
+    # The episode's last decision (one frame, the time limit inside the repeat): discount 1
+    # and the true final observation (no steps left, the same episode), not a reset.
+    ends = np.arange(size) % 4 == 3
+    np.testing.assert_array_equal(data.discount[:size], 1.0)
+    np.testing.assert_array_equal(data.next_obs[:size][ends, 0], 0.0)
+    np.testing.assert_array_equal(data.next_obs[:size][ends, 1], data.obs[:size][ends, 1])
+
+    # Evaluations at the first frame count that reached 20, 40 and 60 (the decision of 39
+    # to 41 passes 40), each over a whole 7-frame episode; train.csv rows likewise every 10.
+    def reaching(marks):
+        return [next(f for f in frames if f >= m) for m in marks]
+
+    steps = [row["step"] for row in result.evaluations[0]]
+    assert steps == [0, 20, 41, 60] == [0, *reaching((20, 40, 60))]
+    assert [row["return_mean"] for row in result.evaluations[0]] == [7.0] * 4
+    rows = (tmp_path / "train.csv").read_text().splitlines()[1:]
+    logged = [int(line.split(",")[0]) for line in rows]
+    assert logged == reaching(range(10, 61, 10))
+
+
+def test_a_population_of_two_trains_as_separate_runs(tmp_path):
+    together = train(td3, [0, 1], tmp_path / "population")
+    for i in (0, 1):
+        alone = train(td3, [i], tmp_path / f"alone{i}")
+        assert_close(together.agent(i).agent, alone.agent(0).agent)
+        assert_close(together.agent(i).replay.data, alone.agent(0).replay.data)
+        assert together.evaluations[i] == [
+            {**row, "wall_time": mine["wall_time"]}
+            for row, mine in zip(alone.evaluations[0], together.evaluations[i], strict=True)
+        ]
+
+
+def test_start_timesteps_counts_the_frames_of_a_full_first_batch():
+    with pytest.raises(ValueError, match=r"times action_repeat \(16\)"):
+        host.HostLoopConfig(**{**LOOP, "start_timesteps": 15})
+    with pytest.raises(ValueError, match="action_repeat must be a positive integer"):
+        host.HostLoopConfig(**{**LOOP, "action_repeat": 0})
+
+
+FLAGS = (
+    "--max_timesteps", "300", "--start_timesteps", "100", "--batch_size", "32",
+    "--hidden_sizes", "32,32", "--eval_freq", "150", "--eval_episodes", "1",
+    "--log_freq", "100", "--no_progress", "--policy", "SAC", "--action_repeat", "2",
+    "--checkpoint_every", "100",
+)  # fmt: skip
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "jax_rl" / "main_dm_control.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_entry_point_repeats_records_and_resumes_bitwise(tmp_path):
+    reference = tmp_path / "reference"
+    result = run(*FLAGS, "--save_dir", str(reference))
+    assert result.returncode == 0, result.stderr
+    assert "each action held for 2 frames" in result.stderr
+    config = json.loads((reference / "config.json").read_text())
+    assert config["loop"]["action_repeat"] == 2 and config["flags"]["action_repeat"] == 2
+    # Frames: evaluations at 0, 150 and 300 of dm_control's 1000-frame episodes.
+    assert [row[0] for row in evaluations(reference)] == ["0", "150", "300"]
+    assert_resumes_bitwise(run, FLAGS, tmp_path / "run", 200, reference)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("0", "action_repeat must be a positive integer, got 0"),
+        ("-3", "action_repeat must be a positive integer, got -3"),
+        ("1.5", "argument --action_repeat: invalid int value: '1.5'"),
+        ("1001", "action_repeat 1001 is longer than an episode of cartpole-swingup (1000 frames)"),
+    ],
+)
+def test_bad_repeats_exit_2_with_one_line(value, message):
+    result = run(
+        "--action_repeat", value, "--max_timesteps", "600000", "--start_timesteps", "300000"
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {message}" + " (see --help)" * ("invalid" in message)
