@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import optax
 
 from jax_rl import normalization
-from jax_rl.algos import categorical, common, sale
+from jax_rl.algos import categorical, common, exploration, sale
 from jax_rl.networks import (
     EnsembleCritic,
     GaussianPolicy,
@@ -85,6 +85,7 @@ class Config(flax.struct.PyTreeNode):
     target_entropy_per_dim: float = common.field(
         -1.0, "target entropy per action dimension; the target is this times A (-A by default)"
     )
+    hold_exploration: bool = exploration.hold_field()
     # The accelerator-scale recipe (the same fields as TD3's).
     actor_hidden_sizes: tuple[int, ...] = common.field(
         (), "hidden layer sizes of the actor (empty: hidden_sizes)", static=True
@@ -163,6 +164,7 @@ class State(flax.struct.PyTreeNode):
     obs_stats: Any  # normalization.ObsStats with normalize_obs, else None
     reward_stats: Any  # normalization.RewardStats with scale_rewards, else None
     encoders: Any  # sale.Encoders with representation sale, else None
+    reward_watch: Any  # exploration.RewardWatch with hold_exploration, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -332,6 +334,7 @@ def init(
         obs_stats=common.init_obs_stats(config, obs_size),
         reward_stats=common.init_reward_stats(config, num_envs),
         encoders=encoders,
+        reward_watch=exploration.init(config),
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -413,8 +416,10 @@ def _update_alpha(state: State, log_prob: jax.Array) -> tuple[State, jax.Array]:
     loss, grad = jax.value_and_grad(alpha_loss)(
         state.log_alpha, jax.lax.stop_gradient(log_prob), target_entropy
     )
-    log_alpha, opt_state = common.adam_step(
-        state.log_alpha, grad, state.alpha_opt_state, state.config.alpha_lr
+    stepped = common.adam_step(state.log_alpha, grad, state.alpha_opt_state, state.config.alpha_lr)
+    # With hold_exploration, alpha steps only where the batch held rewards that differ.
+    log_alpha, opt_state = exploration.unless_held(
+        state.reward_watch, stepped, (state.log_alpha, state.alpha_opt_state), now=True
     )
     return state.replace(log_alpha=log_alpha, alpha_opt_state=opt_state), loss
 
@@ -447,6 +452,9 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     scale_rewards). With LAP the metrics carry the rows' new priorities
     (`replay.PRIORITY_KEY`, [B])."""
     cfg = state.config
+    state = state.replace(
+        reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
+    )
     batch = common.normalize_batch(state, batch)
     critic_key, actor_key = jax.random.split(key)
     if state.encoders is not None:
@@ -475,7 +483,11 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
                 state.target_critic_params, state.critic_params, state.config.tau
             )
         )
-    metrics = {"loss/critic": loss_critic, **actor_metrics}
+    metrics = {
+        "loss/critic": loss_critic,
+        **actor_metrics,
+        **exploration.metrics(state.reward_watch),
+    }
     if state.encoders is not None:
         now = state.step % cfg.encoder_every == 0
         state = state.replace(encoders=sale.swap(state.encoders, now))

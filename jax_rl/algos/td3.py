@@ -57,7 +57,7 @@ import jax.numpy as jnp
 import optax
 
 from jax_rl import normalization
-from jax_rl.algos import categorical, common, sale
+from jax_rl.algos import categorical, common, exploration, sale
 from jax_rl.networks import (
     Critic,
     DeterministicPolicy,
@@ -101,6 +101,7 @@ class Config(flax.struct.PyTreeNode):
     initial_exploration_noise: float = common.field(
         1.0, "exploration std at update 0, the start of the schedule, when exploration_decay > 0"
     )
+    hold_exploration: bool = exploration.hold_field()
     exploration_noise_min: float = common.field(
         0.0,
         "> 0: each environment draws its exploration std uniformly in [this, "
@@ -205,6 +206,7 @@ class State(flax.struct.PyTreeNode):
     encoders: Any  # sale.Encoders with representation sale, else None
     # clip_values: [the clip's low, high, the lowest and highest TD target seen], else None
     value_range: Any
+    reward_watch: Any  # exploration.RewardWatch with hold_exploration, else None
     config: Config
     action_size: int = flax.struct.field(pytree_node=False)
 
@@ -377,6 +379,7 @@ def init(
         reward_stats=common.init_reward_stats(config, num_envs),
         encoders=encoders,
         value_range=_init_value_range() if config.clip_values else None,
+        reward_watch=exploration.init(config),
         config=common.as_traced(config),
         action_size=action_size,
     )
@@ -422,14 +425,18 @@ observe = common.observe
 def exploration_std(state: State) -> jax.Array:
     """The exploration std after `state.step` updates: exploration_noise, or with
     exploration_decay > 0 a straight line from initial_exploration_noise at update 0 to
-    exploration_noise at update exploration_decay, flat after."""
+    exploration_noise at update exploration_decay, flat after. With hold_exploration the
+    std is initial_exploration_noise until an update samples rewards that differ, and the
+    schedule counts only such updates (`jax_rl.algos.exploration`)."""
     cfg = state.config
     decay = jnp.asarray(cfg.exploration_decay, jnp.float32)
-    done = jnp.clip(state.step / jnp.maximum(decay, 1.0), 0.0, 1.0)
+    clock = exploration.schedule_clock(state.reward_watch, state.step)
+    done = jnp.clip(clock / jnp.maximum(decay, 1.0), 0.0, 1.0)
     scheduled = cfg.initial_exploration_noise + done * (
         cfg.exploration_noise - cfg.initial_exploration_noise
     )
-    return jnp.where(decay > 0, scheduled, cfg.exploration_noise)
+    after = jnp.where(decay > 0, scheduled, cfg.exploration_noise)
+    return exploration.unless_held(state.reward_watch, after, cfg.initial_exploration_noise)
 
 
 def _init_value_range() -> jax.Array:
@@ -523,6 +530,9 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     state's statistics). With LAP the metrics carry the rows' new priorities
     (`replay.PRIORITY_KEY`, [B])."""
     cfg = state.config
+    state = state.replace(
+        reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
+    )
     batch = common.normalize_batch(state, batch)
     if state.encoders is not None:
         obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
@@ -539,7 +549,11 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     )
     if cfg.target_every > 0:
         state = jax.lax.cond(state.step % cfg.target_every == 0, _copy_targets, lambda s: s, state)
-    metrics = {"loss/critic": loss, "loss/actor": state.actor_loss}
+    metrics = {
+        "loss/critic": loss,
+        "loss/actor": state.actor_loss,
+        **exploration.metrics(state.reward_watch),
+    }
     if state.encoders is not None:
         now = state.step % cfg.encoder_every == 0
         state = state.replace(encoders=sale.swap(state.encoders, now))

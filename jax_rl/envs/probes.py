@@ -86,3 +86,46 @@ class Countdown:
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._episode, self._left = state["episode"], state["left"]
+
+
+class SparseReach:
+    """A reward only near one point: a cart on [-1, 1] pays 1 per step beyond x = 0.6, else 0.
+
+    Observation [x, v]; each step v <- 0.9 v + 0.1 a and x <- clip(x + 0.06 v, -1, 1), from
+    rest at x = 0; episodes end by a time limit of 50 steps (discount 1). Pushing right
+    all the way pays about 30 per episode; to get there the actions must agree for tens of
+    steps, which independent noise rarely does (over 1,000 episodes: uniform random actions
+    and N(0, 0.3) never meet the reward, N(0, 1) clipped in 1%; pink noise of std 1,
+    `jax_rl.noise`, with sequences of an episode's length, in 20%): the smallest task on
+    which exploration, not learning, decides the return.
+    """
+
+    obs_size = 2
+    action_size = 1
+    time_limit = 50
+    episode_frames = float(time_limit)
+    name = "sparse-reach"
+
+    def __init__(self) -> None:
+        self._x, self._v, self._t = 0.0, 0.0, 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self._x, self._v], np.float32)
+
+    def reset(self) -> np.ndarray:
+        self._x, self._v, self._t = 0.0, 0.0, 0
+        return self._obs()
+
+    def step(self, action: np.ndarray) -> HostStep:
+        force = float(np.clip(np.asarray(action, np.float32)[0], -1.0, 1.0))
+        self._v = 0.9 * self._v + 0.1 * force
+        self._x = float(np.clip(self._x + 0.06 * self._v, -1.0, 1.0))
+        self._t += 1
+        reward = 1.0 if self._x > 0.6 else 0.0
+        return HostStep(self._obs(), reward, 1.0, self._t == self.time_limit)
+
+    def get_state(self) -> dict[str, Any]:
+        return {"x": self._x, "v": self._v, "t": self._t}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._x, self._v, self._t = state["x"], state["v"], state["t"]

@@ -27,15 +27,15 @@ LOOP = dict(
 )  # fmt: skip
 
 
-def train(algo, seeds, out: Path):
+def train(algo, seeds, out: Path, **settings):
     """Agents of `seeds` on Countdowns of 7 frames, each action held for 2: decisions of
-    2, 2, 2 and (the time limit inside the repeat) 1 frame."""
+    2, 2, 2 and (the time limit inside the repeat) 1 frame; learner `settings`."""
     config = host.HostLoopConfig(**LOOP)
     dirs = [out] if len(seeds) == 1 else [out / f"agent{i}" for i in range(len(seeds))]
     logger = PopulationLogger.create(out, dirs, config.max_timesteps, progress=False)
     envs = [ActionRepeat(Countdown(time_limit=7), 2) for _ in seeds]
     eval_envs = [ActionRepeat(Countdown(time_limit=7), 2) for _ in seeds]
-    configs = [algo.Config(hidden_sizes=(16, 16)) for _ in seeds]
+    configs = [algo.Config(hidden_sizes=(16, 16), **settings) for _ in seeds]
     try:
         return host.train_population(algo, configs, seeds, envs, eval_envs, config, logger)
     finally:
@@ -84,10 +84,24 @@ def test_steps_are_frames_and_each_transition_sums_its_frames(tmp_path):
     assert logged == reaching(range(10, 61, 10))
 
 
-def test_a_population_of_two_trains_as_separate_runs(tmp_path):
-    together = train(td3, [0, 1], tmp_path / "population")
+# Countdown pays 1 every frame, so the decisions' rewards are 2, and 1 where the time limit
+# cuts a repeat short: they differ, and the parts' state moves.
+@pytest.mark.parametrize(
+    "algo, settings",
+    [
+        (td3, {}),
+        (sac, {"hold_exploration": True}),
+        (td3, {"hold_exploration": True, "exploration_decay": 10}),
+    ],
+    ids=["TD3", "SAC-hold", "TD3-hold"],
+)
+def test_a_population_of_two_trains_as_separate_runs(algo, settings, tmp_path):
+    together = train(algo, [0, 1], tmp_path / "population", **settings)
+    if settings:
+        watch = together.learner.agent.reward_watch
+        assert (np.asarray(watch.found_at) >= 0).all() and (np.asarray(watch.informative) > 0).all()
     for i in (0, 1):
-        alone = train(td3, [i], tmp_path / f"alone{i}")
+        alone = train(algo, [i], tmp_path / f"alone{i}", **settings)
         assert_close(together.agent(i).agent, alone.agent(0).agent)
         assert_close(together.agent(i).replay.data, alone.agent(0).replay.data)
         assert together.evaluations[i] == [
@@ -106,9 +120,14 @@ def test_start_timesteps_counts_the_frames_of_a_full_first_batch():
 FLAGS = (
     "--max_timesteps", "300", "--start_timesteps", "100", "--batch_size", "32",
     "--hidden_sizes", "32,32", "--eval_freq", "150", "--eval_episodes", "1",
-    "--log_freq", "100", "--no_progress", "--policy", "SAC", "--action_repeat", "2",
-    "--checkpoint_every", "100",
+    "--log_freq", "100", "--no_progress", "--action_repeat", "2", "--checkpoint_every", "100",
 )  # fmt: skip
+# With the exploration parts (held until a reward on cartpole-swingup's dense rewards: the
+# watch is set from the first update and carried in the checkpoint) and pink noise.
+LEARNERS = {
+    "SAC": ("--policy", "SAC", "--hold_exploration", "--noise_color", "1"),
+    "TD3": ("--policy", "TD3", "--hold_exploration", "--exploration_decay", "50"),
+}
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -121,16 +140,21 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     )
 
 
-def test_entry_point_repeats_records_and_resumes_bitwise(tmp_path):
+@pytest.mark.parametrize("policy", LEARNERS)
+def test_entry_point_repeats_records_and_resumes_bitwise(policy, tmp_path):
+    flags = (*FLAGS, *LEARNERS[policy])
     reference = tmp_path / "reference"
-    result = run(*FLAGS, "--save_dir", str(reference))
+    result = run(*flags, "--save_dir", str(reference))
     assert result.returncode == 0, result.stderr
     assert "each action held for 2 frames" in result.stderr
     config = json.loads((reference / "config.json").read_text())
     assert config["loop"]["action_repeat"] == 2 and config["flags"]["action_repeat"] == 2
+    assert config["algo"]["hold_exploration"] is True
     # Frames: evaluations at 0, 150 and 300 of dm_control's 1000-frame episodes.
     assert [row[0] for row in evaluations(reference)] == ["0", "150", "300"]
-    assert_resumes_bitwise(run, FLAGS, tmp_path / "run", 200, reference)
+    train_csv = (reference / "train.csv").read_text().splitlines()
+    assert "explore/reward_found" in train_csv[0]
+    assert_resumes_bitwise(run, flags, tmp_path / "run", 200, reference)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,100 @@
+"""Exploration held until the first reward: one learner part, named by TD3 and SAC.
+
+Where a reward must be found first (the sparse DM Control tasks), a learner that anneals its
+exploration from its first update has annealed it before anything was found. SAC's learned
+temperature falls while the policy's entropy stays above its target, and with no reward to
+argue otherwise it falls to nothing (cartpole-swingup_sparse: alpha 0.85 -> 3e-5 in 50k
+steps, the policy's std with it); TD3's exploration schedule runs out on its own clock.
+Noise that small meets no reward there: docs/benchmarks/exploration_floor.py measures how
+often undirected noise does, by its scale and color.
+
+With `hold_exploration` the learner anneals its exploration only on updates whose batch
+holds rewards that differ (a constant reward, 0 or -1 per step, says nothing): SAC takes its
+temperature step only on those (alpha stays at init_alpha until the first), TD3's exploration
+std stays at initial_exploration_noise until the first and its schedule
+(`exploration_decay`) counts those updates only. Once rewards are found the share of such
+batches grows as the policy learns to collect them, and the annealing with it: one lucky
+reward does not end the exploration that found it. On a task whose rewards differ from the
+first steps (every dense task) every batch holds such rewards, and the learner is the one
+without the part. The state is two int32 and a flag per agent, so checkpoints, populations
+and both loops carry it with no change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jax_rl.algos import common
+
+
+def hold_field() -> Any:
+    """The `hold_exploration` Config field (TD3 and SAC)."""
+    return common.field(
+        False,
+        "anneal exploration only on updates whose batch holds rewards that differ (SAC: "
+        "alpha from init_alpha; TD3: the std from initial_exploration_noise, its schedule "
+        "counting those updates); off: as published",
+        static=True,
+    )
+
+
+class RewardWatch(flax.struct.PyTreeNode):
+    """Which updates sampled rewards that differ."""
+
+    found_at: jax.Array  # int32: the first such update; -1 until then
+    informative: jax.Array  # int32: how many updates sampled such rewards
+    now: jax.Array  # bool: whether the latest update's batch did
+
+
+def init(config: Any) -> RewardWatch | None:
+    """The watch for a learner with hold_exploration, else None (no state)."""
+    if not config.hold_exploration:
+        return None
+    return RewardWatch(found_at=jnp.int32(-1), informative=jnp.int32(0), now=jnp.bool_(False))
+
+
+def observe(watch: RewardWatch | None, rewards: jax.Array, step: jax.Array) -> Any:
+    """The watch after update `step` sampled `rewards` [B] (raw, before any scaling)."""
+    if watch is None:
+        return None
+    differ = rewards.max() > rewards.min()
+    return RewardWatch(
+        found_at=jnp.where((watch.found_at < 0) & differ, step, watch.found_at),
+        informative=watch.informative + differ.astype(jnp.int32),
+        now=differ,
+    )
+
+
+def schedule_clock(watch: RewardWatch | None, step: jax.Array) -> jax.Array:
+    """The clock of an exploration schedule: the updates that sampled rewards that differ,
+    or every update (`step`) without the part."""
+    return step if watch is None else watch.informative
+
+
+def found(watch: RewardWatch | None) -> Any:
+    """Whether any update has sampled rewards that differ (always without the part)."""
+    return True if watch is None else watch.informative > 0
+
+
+def unless_held(watch: RewardWatch | None, new: Any, old: Any, now: bool = False) -> Any:
+    """`new`, or `old` (a pytree, leaf by leaf) while exploration is held: before the first
+    batch with rewards that differ, or with `now`, on any update whose batch held none."""
+    if watch is None:
+        return new
+    go = watch.now if now else found(watch)
+    return jax.tree_util.tree_map(lambda n, o: jnp.where(go, n, o), new, old)
+
+
+def metrics(watch: RewardWatch | None) -> dict[str, jax.Array]:
+    """With the part: `explore/reward_found` (1 once found) and `explore/informative` (1 for
+    an update whose batch held rewards that differ: averaged over a log row, their share)."""
+    if watch is None:
+        return {}
+    return {
+        "explore/reward_found": (watch.found_at >= 0).astype(jnp.float32),
+        "explore/informative": watch.now.astype(jnp.float32),
+    }

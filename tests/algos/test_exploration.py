@@ -1,0 +1,122 @@
+"""Exploration held until the first reward (`jax_rl.algos.exploration`), by hand and in
+TD3 and SAC: held on rewards that say nothing, released by the first that differ, and
+nothing changed where rewards differ from the first batch (the dense tasks)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_rl.algos import exploration, sac, td3
+from jax_rl.transition import Transition
+
+OBS, ACT = 3, 2
+
+
+def watch_after(*batches):
+    watch = exploration.init(sac.Config(hold_exploration=True))
+    for step, rewards in enumerate(batches):
+        watch = exploration.observe(watch, jnp.asarray(rewards, jnp.float32), jnp.int32(step))
+    return watch
+
+
+def test_the_watch_counts_the_updates_whose_rewards_differ():
+    assert exploration.init(sac.Config()) is None
+    held = watch_after([0.0, 0.0], [-1.0, -1.0])  # constant rewards say nothing
+    assert (int(held.found_at), int(held.informative), bool(held.now)) == (-1, 0, False)
+    assert not bool(exploration.found(held))
+    watch = watch_after([0.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 0.0], [2.0, 0.0], [0.0, 0.0])
+    assert (int(watch.found_at), int(watch.informative), bool(watch.now)) == (2, 2, False)
+    assert int(exploration.schedule_clock(watch, jnp.int32(6))) == 2
+    assert int(exploration.schedule_clock(None, jnp.int32(7))) == 7
+    # Held while no batch differed; after, `now` follows the latest batch.
+    assert float(exploration.unless_held(held, 1.0, 0.0)) == 0.0
+    assert float(exploration.unless_held(watch, 1.0, 0.0)) == 1.0
+    assert float(exploration.unless_held(watch, 1.0, 0.0, now=True)) == 0.0
+    assert exploration.unless_held(None, 1.0, 0.0, now=True) == 1.0
+
+
+def batch(key, rewards) -> Transition:
+    k1, k2, k3 = jax.random.split(key, 3)
+    n = len(rewards)
+    return Transition(
+        obs=jax.random.normal(k1, (n, OBS)),
+        action=jax.random.uniform(k2, (n, ACT), minval=-1.0, maxval=1.0),
+        reward=jnp.asarray(rewards, jnp.float32),
+        discount=jnp.ones(n),
+        next_obs=jax.random.normal(k3, (n, OBS)),
+    )
+
+
+def train(algo, config, reward_rows):
+    state = algo.init(jax.random.key(0), OBS, ACT, config)
+    for i, rewards in enumerate(reward_rows):
+        state, metrics = algo.update(
+            state, batch(jax.random.key(i), rewards), jax.random.key(99 + i)
+        )
+    return state, metrics
+
+
+ZEROS = [[0.0] * 8] * 6
+LATER = [*ZEROS, [0.0] * 7 + [1.0], [0.0] * 8]
+
+
+def test_sac_steps_its_temperature_only_on_batches_whose_rewards_differ():
+    held = sac.Config(hidden_sizes=(16,), init_alpha=0.5, alpha_lr=0.1, hold_exploration=True)
+    state, metrics = train(sac, held, ZEROS)
+    assert float(jnp.exp(state.log_alpha)) == pytest.approx(0.5, rel=1e-6)
+    assert float(metrics["explore/reward_found"]) == 0.0
+    # Without the part, the same zero rewards move alpha at once.
+    free, _ = train(sac, held.replace(hold_exploration=False), ZEROS)
+    assert abs(float(jnp.exp(free.log_alpha)) - 0.5) > 0.01
+    # Update 6's batch holds a 1: alpha takes that one step, and none on the zeros after.
+    once, _ = train(sac, held, LATER[:7])
+    state, metrics = train(sac, held, LATER)
+    assert int(state.reward_watch.found_at) == 6 and float(metrics["explore/reward_found"]) == 1
+    assert float(metrics["explore/informative"]) == 0.0  # update 7's batch: zeros
+    assert abs(float(jnp.exp(once.log_alpha)) - 0.5) > 0.01
+    assert float(state.log_alpha) == float(once.log_alpha)
+
+
+def test_td3_holds_its_std_and_its_schedule_counts_informative_updates():
+    config = td3.Config(
+        hidden_sizes=(16,), hold_exploration=True, initial_exploration_noise=0.5,
+        exploration_noise=0.1, exploration_decay=4,
+    )  # fmt: skip
+    state, _ = train(td3, config, ZEROS)
+    assert float(td3.exploration_std(state)) == pytest.approx(0.5)  # 6 updates, held
+    state, _ = train(td3, config, LATER)  # 8 updates, one informative: 1 of 4
+    assert float(td3.exploration_std(state)) == pytest.approx(0.5 + 0.25 * (0.1 - 0.5))
+    state, _ = train(td3, config, [*LATER, [0.0, 1.0] * 4, [0.0, 3.0] * 4])  # 3 of 4
+    assert float(td3.exploration_std(state)) == pytest.approx(0.5 + 0.75 * (0.1 - 0.5))
+    # Without a schedule, the std drops to exploration_noise once a reward is found.
+    state, _ = train(td3, config.replace(exploration_decay=0), LATER)
+    assert float(td3.exploration_std(state)) == pytest.approx(0.1)
+    state, _ = train(td3, config.replace(exploration_decay=0), ZEROS)
+    assert float(td3.exploration_std(state)) == pytest.approx(0.5)
+
+
+DENSE = [list(np.linspace(-1.0, 1.0, 8) + i) for i in range(5)]
+
+
+@pytest.mark.parametrize(
+    "algo, config",
+    [
+        (sac, sac.Config(hidden_sizes=(16,), alpha_lr=0.1)),
+        (sac, sac.Config(hidden_sizes=(16,), crossq=True, policy_freq=3)),
+        (td3, td3.Config(hidden_sizes=(16,), exploration_decay=3, initial_exploration_noise=0.6)),
+    ],
+    ids=["SAC", "SAC-crossq", "TD3-schedule"],
+)
+def test_where_rewards_differ_from_the_first_batch_nothing_changes(algo, config):
+    held, _ = train(algo, config.replace(hold_exploration=True), DENSE)
+    plain, _ = train(algo, config, DENSE)
+    assert int(held.reward_watch.found_at) == 0 and int(held.reward_watch.informative) == 5
+    # Every parameter, optimiser state, dual and statistic, bit for bit (the configs differ
+    # in the flag alone, a static field: no leaf).
+    leaves = jax.tree_util.tree_leaves(held.replace(reward_watch=None))
+    expected = jax.tree_util.tree_leaves(plain)
+    assert len(leaves) == len(expected)
+    assert all(bool(jnp.array_equal(a, b)) for a, b in zip(leaves, expected, strict=True))
+    if algo is td3:
+        assert float(td3.exploration_std(held)) == float(td3.exploration_std(plain))
