@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint chaos soak bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint chaos soak bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results dmc-suite returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -34,7 +34,7 @@ chaos: init
 
 # SAC on the host loop for 1M steps, resident memory and s / 1000 steps every 50k; writes
 # docs/benchmarks/soak.md (2.4 hours on one core of this machine with SAC's dm_control entry
-# before CrossQ; about 4 with CrossQ, its entry since session 48; nothing else running).
+# before CrossQ; about 4 with CrossQ, its entry since commit 0790e78; nothing else running).
 soak: init
 	$(BIN)/python -m jax_rl.soak
 
@@ -67,8 +67,8 @@ bench-playground: init
 # populations of 1/16/64 and TD3 `fast` return against wall-clock time on HumanoidWalk and
 # CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/fast_preset/gpu_<device>/.
 # Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); about 15 minutes
-# on one H100 (session 27), 75-90 s per configuration; GPU_CHECK_FLAGS="--parts curves" (or
-# speed, populations) runs part of it. GPU_CHECK_FLAGS="--tiny" runs it on a CPU (into a
+# on one H100 (2026-11-26, commit ca46a6e), 75-90 s per configuration;
+# GPU_CHECK_FLAGS="--parts curves" (or speed, populations) runs part of it. GPU_CHECK_FLAGS="--tiny" runs it on a CPU (into a
 # temporary folder).
 # Issue 50's curve, fast with and without a SimBa critic: GPU_CHECK_FLAGS="--parts curves
 # --curve_tasks WalkerRun --curve_configs fast,simba --curve_seconds 300". Compiled programs
@@ -109,6 +109,14 @@ gym-results: init
 # `results`. On a GPU: RESULTS_FLAGS="--seeds 5 --steps 500000" for the longer table.
 playground-results: init
 	$(BIN)/python -m jax_rl.results --suite playground --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+
+# All 28 of dm_control's state tasks x TD3, SAC x 3 seeds at 100k frames (docs/results/dmc28.md),
+# beside MR.Q, SimbaV2 and BRO, with each cell's wall time and updates and the mean over the 28;
+# resumable like `results`. Long: 56 cells x 3 seeds, and on the 2-core CPU a TD3 or SAC cell
+# at 100k frames takes roughly 30-110 minutes, dog and humanoid more: many hours; run it
+# across sittings (RESULTS_FLAGS="--tasks ..." narrows one).
+dmc-suite: init
+	$(BIN)/python -m jax_rl.results --suite dmc28 --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # The closing figures of the foundation issue: 3 seeds x TD3, SAC on cartpole-swingup, 100k steps,
 # with the published defaults (no preset).

@@ -5,6 +5,7 @@
     python -m jax_rl.results --suite gym          # HalfCheetah-v5, Hopper-v5 x SAC, TD3, 200k
     python -m jax_rl.results --suite playground   # the six tasks on MJX, device pipeline, 100k
     python -m jax_rl.results --suite playground --seeds 5 --steps 500000    # on a GPU
+    python -m jax_rl.results --suite dmc28        # all 28 DMC state tasks x TD3, SAC, 100k frames
     python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
     python -m jax_rl.results --engine ray         # the cells at once, one a core (docs/cluster.md)
     python -m jax_rl.results --tasks walker-walk --learners SAC --adopt RUN   # a run made by hand
@@ -21,7 +22,9 @@ then it trains again; a cell with a checkpoint in `--runs_dir` continues from it
 stopped. Each finished run's CSVs, configs and
 summaries are copied to `--out/<task>/<learner>/`; the table goes to
 `<out>.md` (final eval return, mean +- 95% CI over seeds, beside the published
-figures and their source) and the figure, a panel per task, to `<out>.png`.
+figures and their source) and the figure, a panel per task, to `<out>.png`. `--out` is
+docs/results/<suite><steps/1000>k unless the suite names its table (dmc28: dmc28.md, whose
+rows also give each cell's wall time and updates, and close with the means over its tasks).
 
 `--adopt RUN` takes a finished run made outside the tool (the entry point with flags, say,
 before a preset took those settings over) into the table as the one cell named by `--tasks`
@@ -72,6 +75,8 @@ class Reference:
     learner: str  # the learner it is set beside (its colour in the figure)
     values: dict[str, tuple[float, float]]  # task -> (mean, spread as published)
     source: str  # the citation, and what its spread and seeds are
+    marks: dict[str, str] = dataclasses.field(default_factory=dict)
+    """task -> a mark after its figure, which `source` explains (e.g. fewer seeds there)"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +89,7 @@ class Suite:
     tasks: tuple[str, ...]
     learners: tuple[str, ...]
     steps: int
-    out_stem: str  # docs/results/<out_stem><steps/1000>k
+    out_stem: str  # docs/results/<out_stem><steps/1000>k (unless `out_name`)
     references: tuple[Reference, ...]
     reference_steps: int  # the step count the references hold at
     note: str  # what the table's reader must know about the settings
@@ -92,6 +97,25 @@ class Suite:
     loop: str = "the host loop"  # which of the two training loops the entry point drives
     learner_flags: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """flags one learner gets in every cell of this suite (before `--flags`)"""
+    out_name: str | None = None
+    """the results' name under docs/results at the suite's own `steps`, in place of
+    <out_stem><steps/1000>k (a name that says what the table is: "dmc28"); other step
+    counts keep <out_stem><steps/1000>k, so that they never overwrite the table"""
+    mean_row: bool = False
+    """close the table with each learner's mean over the suite's tasks, beside each published
+    column's mean over the same tasks (`mean_rows`): for a suite of many tasks"""
+    reading: str = ""
+    """a paragraph under the published figures: how to set them beside ours (where their
+    protocols differ from the suite's)"""
+    cell_compute: bool = False
+    """a column per learner with each cell's wall time, updates and action repeat (`cost_text`):
+    for a suite whose published columns make other numbers of updates per frame"""
+
+    def out_folder(self, steps: int) -> str:
+        """The results folder's name under docs/results for a table at `steps` steps."""
+        if self.out_name is not None and steps == self.steps:
+            return self.out_name
+        return f"{self.out_stem}{steps // 1000}k"
 
     def task_flags(self, task: str) -> list[str]:
         if self.entry_point == "main_dm_control.py":
@@ -194,6 +218,120 @@ DMC_REFERENCES_2025 = (
         SIMBAV2_100K,
         "SimbaV2 (Lee et al., 2025, SAC with SimbaV2 networks), its repository's "
         "CSVs, 10 seeds, at 100k frames",
+    ),
+)
+
+# dm_control's 28 state tasks at 100k frames (../shared/REFERENCES.md, "DM Control Suite,
+# all 28 state tasks"), mean and sample standard deviation over seeds. MR.Q from its own
+# results file, where the 50k row of agent steps with action repeat 2 is 100k frames;
+# SimbaV2 and BRO only on the tasks they published.
+DMC28_TASKS = (
+    "acrobot-swingup", "ball_in_cup-catch", "cartpole-balance", "cartpole-balance_sparse",
+    "cartpole-swingup", "cartpole-swingup_sparse", "cheetah-run", "dog-run", "dog-stand",
+    "dog-trot", "dog-walk", "finger-spin", "finger-turn_easy", "finger-turn_hard", "fish-swim",
+    "hopper-hop", "hopper-stand", "humanoid-run", "humanoid-stand", "humanoid-walk",
+    "pendulum-swingup", "quadruped-run", "quadruped-walk", "reacher-easy", "reacher-hard",
+    "walker-run", "walker-stand", "walker-walk",
+)  # fmt: skip
+MRQ_DMC28_100K = {
+    "acrobot-swingup": (56.0, 51.0),
+    "ball_in_cup-catch": (965.0, 9.0),
+    "cartpole-balance": (993.0, 14.0),
+    "cartpole-balance_sparse": (978.0, 69.0),
+    "cartpole-swingup": (853.0, 8.0),
+    "cartpole-swingup_sparse": (287.0, 263.0),
+    "cheetah-run": (648.0, 61.0),
+    "dog-run": (58.0, 7.0),
+    "dog-stand": (230.0, 22.0),
+    "dog-trot": (64.0, 7.0),
+    "dog-walk": (81.0, 12.0),
+    "finger-spin": (733.0, 167.0),
+    "finger-turn_easy": (362.0, 176.0),
+    "finger-turn_hard": (230.0, 146.0),
+    "fish-swim": (122.0, 52.0),
+    "hopper-hop": (17.0, 27.0),
+    "hopper-stand": (177.0, 224.0),
+    "humanoid-run": (1.0, 0.0),
+    "humanoid-stand": (6.0, 1.0),
+    "humanoid-walk": (2.0, 0.0),
+    "pendulum-swingup": (617.0, 256.0),
+    "quadruped-run": (613.0, 112.0),
+    "quadruped-walk": (884.0, 62.0),
+    "reacher-easy": (940.0, 48.0),
+    "reacher-hard": (806.0, 107.0),
+    "walker-run": (479.0, 115.0),
+    "walker-stand": (956.0, 36.0),
+    "walker-walk": (891.0, 83.0),
+}
+SIMBAV2_DMC28_100K = {
+    "ball_in_cup-catch": (965.0, 31.0),
+    "cartpole-swingup": (861.0, 13.0),
+    "cartpole-swingup_sparse": (60.0, 113.0),
+    "cheetah-run": (642.0, 124.0),
+    "dog-run": (111.0, 15.0),
+    "dog-stand": (453.0, 52.0),
+    "dog-trot": (132.0, 27.0),
+    "dog-walk": (207.0, 48.0),
+    "finger-spin": (727.0, 178.0),
+    "hopper-hop": (47.0, 63.0),
+    "hopper-stand": (229.0, 266.0),
+    "humanoid-run": (1.0, 0.0),
+    "humanoid-walk": (2.0, 1.0),
+    "pendulum-swingup": (245.0, 339.0),
+    "quadruped-walk": (804.0, 228.0),
+    "reacher-easy": (967.0, 31.0),
+    "walker-run": (680.0, 23.0),
+    "walker-walk": (962.0, 6.0),
+}
+BRO_DMC28_100K = {
+    "ball_in_cup-catch": (977.0, 2.0),
+    "cartpole-swingup": (872.0, 6.0),
+    "cartpole-swingup_sparse": (797.0, 43.0),
+    "cheetah-run": (517.0, 58.0),
+    "dog-run": (23.0, 14.0),
+    "dog-stand": (247.0, 74.0),
+    "dog-trot": (29.0, 16.0),
+    "dog-walk": (60.0, 30.0),
+    "finger-spin": (979.0, 5.0),
+    "hopper-hop": (220.0, 63.0),
+    "hopper-stand": (862.0, 84.0),
+    "humanoid-run": (8.0, 13.0),
+    "humanoid-walk": (25.0, 34.0),
+    "pendulum-swingup": (812.0, 96.0),
+    "quadruped-walk": (810.0, 114.0),
+    "reacher-easy": (877.0, 117.0),
+    "walker-run": (651.0, 59.0),
+    "walker-walk": (963.0, 8.0),
+}
+BRO_FIVE_SEEDS = (  # BRO's tasks with 5 seeds, not 10 (REFERENCES.md's dagger)
+    "ball_in_cup-catch", "cartpole-swingup", "cartpole-swingup_sparse", "finger-spin",
+    "hopper-stand", "quadruped-walk", "reacher-easy", "walker-walk",
+)  # fmt: skip
+DMC28_REFERENCES = (
+    Reference(
+        "MR.Q",
+        "TD3",  # deterministic, TD3's lineage: TD3's colour
+        MRQ_DMC28_100K,
+        "MR.Q (Fujimoto et al., ICLR 2025), its results file results/dmc_results.txt "
+        "(facebookresearch/MRQ), 10 seeds, at 50k agent steps x action repeat 2 = 100k "
+        "frames (50k updates)",
+    ),
+    Reference(
+        "SimbaV2",
+        "SAC",  # SAC with SimbaV2's networks
+        SIMBAV2_DMC28_100K,
+        "SimbaV2 (Lee et al., 2025, SAC with SimbaV2 networks), the SimbaV2 repository's "
+        "baseline CSVs (dojeon-ai/SimbaV2), UTD 2, action repeat 2 (100k updates at 100k "
+        "frames), 10 seeds, at 100k frames; - where it published no run",
+    ),
+    Reference(
+        "BRO",
+        "SAC",  # SAC-based, larger regularised critics with optimistic exploration
+        BRO_DMC28_100K,
+        "BRO (Nauman et al., NeurIPS 2024), its own training data, UTD 10, no action repeat "
+        "(1M updates at 100k frames), 10 seeds, or 5 where marked †, read at 100k frames; "
+        "- where it published no run",
+        marks=dict.fromkeys(BRO_FIVE_SEEDS, "†"),
     ),
 )
 
@@ -301,6 +439,38 @@ SUITES = {
         loop="the device pipeline",
         learner_flags={"MPO": ("--dual_solver", "newton")},
     ),
+    "dmc28": Suite(
+        title="DM Control Suite, all 28 state tasks",
+        entry_point="main_dm_control.py",
+        backend="DMControlBackend",
+        tasks=DMC28_TASKS,
+        learners=("TD3", "SAC"),  # MPO's cells cost up to twice theirs: not 28 more of them
+        steps=100_000,
+        out_stem="dmc28_",
+        references=DMC28_REFERENCES,
+        reference_steps=100_000,
+        note=(
+            "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or a task's own entry "
+            "(SAC's on ball_in_cup-catch), each tuned on the tasks it was chosen on (its "
+            "`tuned_on`, as the run's config.json records it) and held out on all others; "
+            "MPO is left out, too costly over 28 tasks, its cells taking up to twice as long"
+        ),
+        reading=(
+            "Steps are frames: a run with `--action_repeat K` holds each decision for K "
+            "frames and makes one update per decision once its random start steps are in, "
+            "so a cell of 100k frames makes (100k - start steps) / K updates; the compute "
+            "columns give each cell's, with its action repeat and wall time. The published "
+            "columns ran other protocols: MR.Q and SimbaV2 repeat each action for 2 frames "
+            "(50k decisions in 100k frames; MR.Q makes one update per decision, SimbaV2 two), "
+            "BRO repeats none and makes 10 updates per frame. Compare at equal frames, with "
+            "each cell's updates beside it. MR.Q's mean over the 28 tasks, 466 at 100k "
+            "frames, is 774 at 500k and 836 at 1M."
+        ),
+        make_target="dmc-suite",
+        out_name="dmc28",
+        mean_row=True,
+        cell_compute=True,
+    ),
 }
 
 
@@ -316,7 +486,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="dmc: dm_control's six standard tasks, TD3/SAC/MPO, 100k steps, host loop; gym: "
         "five Gymnasium MuJoCo v5 tasks (HalfCheetah, Hopper, Humanoid, Walker2d, Ant), SAC/TD3, "
         "200k steps; playground: the same six "
-        "tasks on MuJoCo Playground, TD3/SAC/MPO, 100k steps, device pipeline",
+        "tasks on MuJoCo Playground, TD3/SAC/MPO, 100k steps, device pipeline; dmc28: all 28 "
+        "of dm_control's state tasks, TD3/SAC, 100k frames, host loop",
     )
     parser.add_argument(
         "--tasks", default=None, help="the suite's tasks, comma-separated (default: all of them)"
@@ -336,8 +507,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--out",
         type=Path,
         default=None,
-        help="results folder (default docs/results/<suite><steps/1000>k); the table and "
-        "figure go beside it as <out>.md and <out>.png",
+        help="results folder (default docs/results/<suite><steps/1000>k, or the name the "
+        "suite gives its table at its own steps: dmc28); the table and figure go beside it "
+        "as <out>.md and <out>.png",
     )
     parser.add_argument("--checkpoint_every", type=int, default=5_000, help="steps")
     parser.add_argument(
@@ -400,7 +572,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             "results", f"--steps {args.steps} is below the table's {suite.steps}"
         )
     if args.out is None:
-        args.out = ROOT / "docs" / "results" / f"{suite.out_stem}{args.steps // 1000}k"
+        args.out = ROOT / "docs" / "results" / suite.out_folder(args.steps)
     return args
 
 
@@ -440,8 +612,21 @@ def resolved_settings(args: argparse.Namespace, task: str, learner: str) -> dict
     """The settings the cell's run resolves to now, as its config.json records them:
     {"loop": ..., "algo": ..., "sweep": ...}."""
     s, _ = cell_settings(args, task, learner)
-    record = {**s.recorded(), "sweep": s.sweep}
+    record = {**s.recorded(), "sweep": s.sweep, "defaults": setting_defaults(s)}
     return json.loads(json.dumps(record))  # tuples as config.json has them: lists
+
+
+def setting_defaults(s: Any) -> dict[str, dict[str, Any]]:
+    """Every loop and algo setting's default: what a run made before a setting existed ran
+    with ({"loop": {...}, "algo": {...}})."""
+    return {
+        part: {
+            f.name: f.default
+            for f in dataclasses.fields(config)
+            if f.default is not dataclasses.MISSING
+        }
+        for part, config in (("loop", s.loop_config), ("algo", s.algo_config))
+    }
 
 
 def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str | None:
@@ -463,7 +648,9 @@ def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str |
         for key, value in identity.items()
         if recorded.get(key) != value
     ]
-    now = json.loads(json.dumps({**s.recorded(), "sweep": s.sweep}))
+    now = json.loads(
+        json.dumps({**s.recorded(), "sweep": s.sweep, "defaults": setting_defaults(s)})
+    )
     differences += changed_settings(config_path, now)
     if differences:
         return f"{run} ran other settings than the cell's: {'; '.join(differences)}"
@@ -479,8 +666,9 @@ def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str |
 
 def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
     """What differs between a run's config.json and `now` ("algo.init_alpha 1.0 -> 0.1").
-    A setting the config does not record (added to the learners since it ran) is not
-    compared; nor is a run without a config.json."""
+    A setting the config does not record (added to the learners since it ran) ran at its
+    default (`now["defaults"]`, where given): it differs only where `now` sets another
+    value. A run without a config.json differs in nothing."""
     if not config.exists():
         return []
     recorded = json.loads(config.read_text())
@@ -489,9 +677,12 @@ def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
         before, after = recorded.get(part, {}), now[part]
         if part == "algo":
             before, after = effective_widths(before), effective_widths(after)
+        defaults = now.get("defaults", {}).get(part, {})
         for key, value in after.items():
             if key in before and before[key] != value:
                 changes.append(f"{part}.{key} {before[key]} -> {value}")
+            elif key not in before and key in defaults and defaults[key] != value:
+                changes.append(f"{part}.{key} {defaults[key]} (unrecorded: the default) -> {value}")
     if recorded.get("sweep", {}) != now["sweep"]:
         changes.append(f"sweep {recorded.get('sweep', {})} -> {now['sweep']}")
     return changes
@@ -757,9 +948,11 @@ def device_of(result_dir: Path) -> str | None:
 
 
 def write_table(args: argparse.Namespace) -> Path:
-    """<out>.md: final return per task and learner, the references beside them, the compute."""
+    """<out>.md: final return per task and learner, the references beside them, the compute
+    (and, as the suite asks, each cell's compute in a column and the mean rows)."""
     suite, steps_k = args.suite, f"{args.steps // 1000}k"
     learners, published = suite.learners, suite.references
+    costs = [f"{learner}: wall time, updates" for learner in learners] if suite.cell_compute else []
     lines = [
         f"# {suite.title}, {steps_k} environment steps",
         "",
@@ -767,33 +960,41 @@ def write_table(args: argparse.Namespace) -> Path:
         f"{args.suite_name}`; resumable). Each cell: final evaluation return (the mean over "
         f"the run's evaluation episodes of the deterministic policy) at {args.steps:,} "
         "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
-        f"trained as one vmapped population on {suite.loop}, with each learner's presets "
-        f"(`jax_rl/presets/`; {suite.note}). Beside each cell, its preset's relation to the "
-        "task: *tuned* (the preset was chosen on this task: not a held-out result), *held "
-        "out* (chosen on other tasks only) or *defaults* (no preset). CSVs per agent: "
-        f"[`{args.out.name}/`]({args.out.name}/).",
+        f"(here n = {args.seeds}) trained as one vmapped population on {suite.loop}, with "
+        f"each learner's presets (`jax_rl/presets/`; {suite.note}). Beside each cell, its "
+        "preset's relation to the task: *tuned* (the preset was chosen on this task: not a "
+        "held-out result), *held out* (chosen on other tasks only) or *defaults* (no preset). "
+        f"CSVs per agent: [`{args.out.name}/`]({args.out.name}/).",
         "",
-        "| task | " + " | ".join([*learners, *(f"{ref.column}, {steps_k}" for ref in published)])
+        "| task | "
+        + " | ".join([*learners, *(f"{ref.column}, {steps_k}" for ref in published), *costs])
         + " |",
-        "|---|" + "---|" * (len(learners) + len(published)),
+        "|---|" + "---|" * (len(learners) + len(published) + len(costs)),
     ]  # fmt: skip
-    compute = []
+    compute, seconds_in_all = [], 0.0
+    means: dict[str, dict[str, float]] = {learner: {} for learner in learners}  # the mean rows'
     for task in table_tasks(args):
-        cells = []
+        cells, cost_cells = [], []
         for learner in learners:
             result_dir = args.out / task / learner
             finals = final_returns(result_dir) if result_dir.is_dir() else []
             tuning = f" ({tuning_of(result_dir, task, learner)})" if finals else ""
             cells.append(cell_text(finals) + tuning)
+            if finals and task in suite.tasks:  # a task outside the suite is in no mean
+                means[learner][task] = float(np.mean(finals))
             seconds = wall_time(result_dir) if result_dir.is_dir() else None
             if seconds is not None:
-                where = device_of(result_dir)
-                on = f" on {where}" if where and not where.startswith("cpu") else ""
-                compute.append(f"{learner} {task} {seconds / 60:.0f} min{on}")
+                compute.append(f"{learner} {task} {seconds / 60:.0f} min{device_note(result_dir)}")
+                seconds_in_all += seconds
+            if costs:
+                cost_cells.append(cost_text(result_dir, suite.loop == "the host loop"))
         for ref in published:
             reference = reference_of(args, ref, task)
-            cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}" if reference else "-")
-        lines.append(f"| {task} | {' | '.join(cells)} |")
+            mark = f" {ref.marks[task]}" if reference and task in ref.marks else ""
+            cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}{mark}" if reference else "-")
+        lines.append(f"| {task} | {' | '.join([*cells, *cost_cells])} |")
+    if suite.mean_row:
+        lines += mean_rows(args, means, len(costs))
     by_source: dict[str, list[str]] = {}  # columns citing one source share its line
     for ref in published:
         by_source.setdefault(ref.source, []).append(ref.column)
@@ -803,16 +1004,111 @@ def write_table(args: argparse.Namespace) -> Path:
         "",
         *(f"- {', '.join(columns)}: {source}." for source, columns in by_source.items()),
         "",
-        f"Compute (wall time of each population run, {args.seeds} agents, on the 2-core CPU "
-        "unless another device is named): " + ("; ".join(compute) if compute else "none yet") + ".",
-        "",
-        f"![learning curves]({args.out.name}.png)",
-        "",
     ]
+    if suite.reading:
+        lines += [suite.reading, ""]
+    if suite.mean_row:
+        lines += [
+            f"The mean rows: each learner's mean final return over the {len(suite.tasks)} "
+            "tasks, beside each published column's mean over the same tasks where it has a "
+            "figure on every one of them (- where not). A learner without results on all of "
+            "them has a partial row instead, over the tasks it has (learners with the same "
+            "tasks share one), beside the published means over those tasks.",
+            "",
+        ]
+    where = f"{args.seeds} agents, on the 2-core CPU unless another device is named"
+    if costs:  # each cell's minutes are in its column: here the sum
+        done = f"{len(compute)} cells, {seconds_in_all / 3600:.1f} hours in all" if compute else ""
+        lines.append(
+            f"Compute (wall time of each population run, {where}): in each learner's "
+            f"column; {done or 'none yet'}."
+        )
+    else:
+        lines.append(
+            f"Compute (wall time of each population run, {where}): "
+            + ("; ".join(compute) if compute else "none yet") + "."
+        )  # fmt: skip
+    lines += ["", f"![learning curves]({args.out.name}.png)", ""]
     path = args.out.with_suffix(".md")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     return path
+
+
+def device_note(result_dir: Path) -> str:
+    """Where a run trained, as its compute says it: " on cuda:0" on an accelerator (as its
+    config.json records the device), "" on the CPU or where the config does not say."""
+    where = device_of(result_dir)
+    return f" on {where}" if where and not where.startswith("cpu") else ""
+
+
+def updates_of(result_dir: Path) -> tuple[int, int] | None:
+    """(updates, action repeat) of a host-loop run, from the loop settings its config.json
+    records (a run from before `action_repeat` was recorded held no action: 1). The host
+    loop decides every K frames and makes one update per decision from the first whose
+    frame count reaches `start_timesteps` (random actions before), so a run of F frames
+    makes ceil(F / K) - ceil(start / K) + 1 (exact where K divides the episode's frames,
+    as 2 does dm_control's 1000, and for a run resumed with its replay, the default).
+    None where the config does not record those settings."""
+    config = result_dir / "config.json"
+    loop = json.loads(config.read_text()).get("loop", {}) if config.exists() else {}
+    if "max_timesteps" not in loop or "start_timesteps" not in loop:
+        return None
+    frames, start = int(loop["max_timesteps"]), int(loop["start_timesteps"])
+    repeat = int(loop.get("action_repeat", 1))
+    decisions, first = -(-frames // repeat), -(-start // repeat)  # ceilings, in integers
+    return max(0, decisions - first + 1), repeat
+
+
+def cost_text(result_dir: Path, host_loop: bool) -> str:
+    """A cell's compute column: "52 min; 47.5k updates (action repeat 2)" (the updates on
+    the host loop only, whose count `updates_of` knows); "-" for a cell not run yet."""
+    seconds = wall_time(result_dir) if result_dir.is_dir() else None
+    if seconds is None:
+        return "-"
+    text = f"{seconds / 60:.0f} min{device_note(result_dir)}"
+    counted = updates_of(result_dir) if host_loop else None
+    if counted is not None:
+        updates, repeat = counted
+        text += f"; {updates / 1000:.1f}k updates (action repeat {repeat})"
+    return text
+
+
+def mean_rows(
+    args: argparse.Namespace, means: dict[str, dict[str, float]], blank_cells: int
+) -> list[str]:
+    """The closing rows of a suite's table (`Suite.mean_row`). `means` holds each learner's
+    mean final return per suite task it has results on. The last row, always there, is
+    "mean over the 28 tasks": the mean of each learner with results on all of them, and of
+    each published column with a figure on all of them. Above it, a partial row per set of
+    tasks that learners without all of them have ("mean over 9 of 28 tasks"), the learners
+    with that set and each published column's mean over the same tasks: a part is never
+    set beside the whole. "-" where a column has no such mean."""
+    suite, tasks = args.suite, args.suite.tasks
+
+    def row(label: str, over: Sequence[str], members: Sequence[str]) -> str:
+        cells = [
+            f"{np.mean([means[learner][t] for t in over]):.0f}" if learner in members else "-"
+            for learner in suite.learners
+        ]
+        for ref in suite.references:
+            figures = [reference_of(args, ref, t) for t in over]
+            known = [f[0] for f in figures if f is not None]
+            cells.append(f"{np.mean(known):.0f}" if len(known) == len(over) else "-")
+        return f"| {label} | {' | '.join([*cells, *[''] * blank_cells])} |"
+
+    partial: dict[tuple[str, ...], list[str]] = {}  # the tasks -> the learners with them
+    for learner in suite.learners:
+        has = tuple(t for t in tasks if t in means[learner])
+        if 0 < len(has) < len(tasks):
+            partial.setdefault(has, []).append(learner)
+    rows = [
+        row(f"mean over {len(has)} of {len(tasks)} tasks (partial: {', '.join(members)})",
+            has, members)
+        for has, members in partial.items()
+    ]  # fmt: skip
+    full = [learner for learner in suite.learners if len(means[learner]) == len(tasks)]
+    return [*rows, row(f"**mean over the {len(tasks)} tasks**", tasks, full)]
 
 
 def learner_colors(suite: Suite) -> dict[str, str]:
@@ -832,7 +1128,7 @@ def write_figure(args: argparse.Namespace) -> Path | None:
     if not tasks:
         return None
     styled = list(zip(args.suite.references, itertools.cycle(REFERENCE_STYLES)))
-    cols = min(3, len(tasks))
+    cols = min(3 if len(tasks) <= 12 else 4, len(tasks))  # 28 panels: 7 rows, not 10
     rows = -(-len(tasks) // cols)
     size = (max(4 * cols, 6), 3.2 * rows + 0.4)
     fig, axes = plt.subplots(rows, cols, figsize=size, dpi=110, squeeze=False)

@@ -506,8 +506,8 @@ def test_help_groups_the_flags_and_shows_each_default_once(entry):
     assert "target entropy per action dimension" in pages["SAC"]
     assert re.search(r"--layer_init.*\n.*\n?.*\(default: lecun\)", pages["SAC"])
     assert re.search(r"--layer_init.*\n.*\n?.*\(default: pytorch\)", pages["TD3"])
-    # About a screen per page: the 263-line page of session 28 is gone (SAC's grew by the 7
-    # flags of TD7's SALE and LAP in session 32).
+    # About a screen per page: the 263-line page before commit f16084d is gone (SAC's has
+    # grown since by the 7 flags of TD7's SALE and LAP).
     assert len(pages[None].splitlines()) < 100 and len(pages["SAC"].splitlines()) < 200
 
 

@@ -3,12 +3,15 @@
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from jax_rl import cluster, results
 
@@ -321,9 +324,18 @@ def test_a_finished_cell_trains_again_when_its_settings_changed_and_only_then(
     cell = tmp_path / "out" / "cartpole-swingup" / "SAC"
     write_run(cell, [700.0, 800.0, 900.0], 100_000)
     older = {"loop": now["loop"], "algo": {**now["algo"], "tau": 0.01}, "sweep": {}}
-    del older["algo"]["alpha_lr"]  # a setting added since the run: not compared
+    # A setting added since the run ran at its default: the same, unless set otherwise now.
+    del older["algo"]["hold_exploration"]
     (cell / "config.json").write_text(json.dumps(older))
     assert results.changed_settings(cell / "config.json", now) == ["algo.tau 0.01 -> 0.005"]
+    assert now["algo"]["alpha_lr"] != now["defaults"]["algo"]["alpha_lr"]  # the preset's
+    unrecorded = {**older, "algo": {k: v for k, v in older["algo"].items() if k != "alpha_lr"}}
+    (cell / "config.json").write_text(json.dumps(unrecorded))
+    assert sorted(results.changed_settings(cell / "config.json", now)) == [
+        "algo.alpha_lr 0.0003 (unrecorded: the default) -> 0.001",
+        "algo.tau 0.01 -> 0.005",
+    ]
+    (cell / "config.json").write_text(json.dumps(older))
     assert results.changed_settings(tmp_path / "no-config.json", now) == []
     # Widths compare as built: critics named 256-256 are the default hidden_sizes' 256-256.
     assert now["algo"]["critic_hidden_sizes"] == [] and now["algo"]["hidden_sizes"] == [256, 256]
@@ -527,4 +539,216 @@ def test_a_training_cell_says_how_far_it_is_while_it_trains(tmp_path):
         "1,000 / 3,000 steps; evaluation at 0: 10 / 12",
         "1,000 / 3,000 steps; evaluation at 1,000: 56 / 61",
         "2,000 / 3,000 steps; evaluation at 1,000: 56 / 61",
+    ]
+
+
+# dm_control's 28 state tasks, as the suite must list them (domain-task, dm_control's names).
+DMC28 = [
+    "acrobot-swingup", "ball_in_cup-catch", "cartpole-balance", "cartpole-balance_sparse",
+    "cartpole-swingup", "cartpole-swingup_sparse", "cheetah-run", "dog-run", "dog-stand",
+    "dog-trot", "dog-walk", "finger-spin", "finger-turn_easy", "finger-turn_hard", "fish-swim",
+    "hopper-hop", "hopper-stand", "humanoid-run", "humanoid-stand", "humanoid-walk",
+    "pendulum-swingup", "quadruped-run", "quadruped-walk", "reacher-easy", "reacher-hard",
+    "walker-run", "walker-stand", "walker-walk",
+]  # fmt: skip
+# The preset TD3's and SAC's dmc28 cells record: their `dm_control/*` entry.
+DMC_ENTRY = {"name": "dm_control/*", "tuned_on": ["cheetah-run", "walker-walk", "finger-spin"]}
+
+
+def test_the_dmc28_suite_is_dm_controls_28_tasks_beside_mrq_simbav2_and_bro():
+    args = results.parse_args(["--suite", "dmc28"])
+    assert (args.tasks, args.learners, args.steps) == (DMC28, ["TD3", "SAC"], 100_000)
+    assert args.suite.entry_point == "main_dm_control.py"
+    assert args.suite.backend == "DMControlBackend"
+    assert results.run_flags(args, "ball_in_cup-catch", "SAC")[:6] == [
+        "--policy", "SAC", "--domain_name", "ball_in_cup", "--task_name", "catch"
+    ]  # fmt: skip
+    # The table is docs/results/dmc28.md at the suite's steps; another count keeps its own.
+    assert args.out == ROOT / "docs" / "results" / "dmc28"
+    assert args.out.with_suffix(".md") == ROOT / "docs" / "results" / "dmc28.md"
+    longer = results.parse_args(["--suite", "dmc28", "--steps", "500000"])
+    assert longer.out == ROOT / "docs" / "results" / "dmc28_500k"
+    mrq, simba, bro = args.suite.references
+    assert [(r.column, r.learner) for r in (mrq, simba, bro)] == [
+        ("MR.Q", "TD3"), ("SimbaV2", "SAC"), ("BRO", "SAC")
+    ]  # fmt: skip
+    assert args.suite.reference_steps == 100_000
+    # Spot checks, by hand from REFERENCES.md's table "all 28 state tasks, at 100k frames".
+    assert sorted(mrq.values) == sorted(DMC28)
+    assert mrq.values["acrobot-swingup"] == (56, 51)
+    assert mrq.values["cartpole-swingup"] == (853, 8)
+    assert mrq.values["humanoid-run"] == (1, 0)
+    assert mrq.values["dog-stand"] == (230, 22)
+    assert mrq.values["walker-walk"] == (891, 83)
+    assert simba.values["cheetah-run"] == (642, 124)
+    assert simba.values["pendulum-swingup"] == (245, 339)
+    assert bro.values["hopper-stand"] == (862, 84) and bro.marks["hopper-stand"] == "†"
+    assert bro.values["dog-run"] == (23, 14) and "dog-run" not in bro.marks  # 10 seeds
+    for none in ("acrobot-swingup", "fish-swim", "humanoid-stand", "walker-stand"):  # "–"
+        assert none not in simba.values and none not in bro.values
+    assert len(simba.values) == len(bro.values) == 18
+    assert set(bro.marks) == {
+        "ball_in_cup-catch", "cartpole-swingup", "cartpole-swingup_sparse", "finger-spin",
+        "hopper-stand", "quadruped-walk", "reacher-easy", "walker-walk",
+    }  # fmt: skip
+    assert "results/dmc_results.txt" in mrq.source and "action repeat 2" in mrq.source
+    assert "UTD 2" in simba.source and "action repeat 2" in simba.source
+    assert "UTD 10" in bro.source and "no action repeat" in bro.source and "5 where" in bro.source
+
+
+def test_the_dmc28_references_are_the_shared_tables_figures():
+    """Every figure of REFERENCES.md's 28-task table, where the checkout has ../shared."""
+    path = ROOT.parent / "shared" / "REFERENCES.md"
+    if not path.exists():
+        pytest.skip("no ../shared/REFERENCES.md beside this checkout")
+    text = path.read_text().split("## DM Control Suite, all 28 state tasks, at 100k frames")[1]
+    header = "| task | MR.Q | SimbaV2 | BRO |"
+    rows = [r for r in table_rows(text, header) if not r.startswith("| **")]
+    assert [r.split(" | ")[0][2:] for r in rows] == DMC28
+    references = results.SUITES["dmc28"].references
+    for row in rows:
+        task, *columns = [c.strip() for c in row.strip("|").split("|")]
+        for ref, published in zip(references, columns, strict=True):
+            if published == "–":
+                assert task not in ref.values, (ref.column, task)
+                continue
+            mean, _, spread, *mark = published.split()
+            assert ref.values[task] == (float(mean), float(spread)), (ref.column, task)
+            assert ref.marks.get(task) == (mark[0] if mark else None), (ref.column, task)
+
+
+def write_dmc28_cell(
+    out: Path, task: str, learner: str, finals: list[float], loop: dict | None = None
+) -> None:
+    """A finished cell of the dmc28 table (in place of any there), its config.json recording
+    `DMC_ENTRY` and the loop settings `loop`."""
+    shutil.rmtree(out / task / learner, ignore_errors=True)
+    write_run(out / task / learner, finals, 100_000)
+    config = {"preset": DMC_ENTRY, "loop": loop or {}, "algo": {}, "sweep": {}}
+    (out / task / learner / "config.json").write_text(json.dumps(config))
+
+
+def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
+    tmp_path, monkeypatch
+):
+    out = tmp_path / "dmc28"
+    repeat2 = {"max_timesteps": 100_000, "start_timesteps": 5000, "action_repeat": 2}
+    older = {"max_timesteps": 100_000, "start_timesteps": 5000}  # before action_repeat: 1
+    write_dmc28_cell(out, "acrobot-swingup", "TD3", [0.0, 0.0, 0.0])  # a return of 0
+    write_dmc28_cell(out, "cartpole-swingup", "TD3", [800.0, 820.0, 840.0], older)
+    write_dmc28_cell(out, "walker-walk", "TD3", [900.0, 900.0, 900.0], repeat2)
+    write_dmc28_cell(out, "cartpole-swingup", "SAC", [600.0, 600.0, 600.0])
+    args = results.parse_args(["--suite", "dmc28", "--out", str(out)])
+    path = results.write_table(args)
+    assert path == tmp_path / "dmc28.md"
+    table = path.read_text()
+    assert (
+        "| task | TD3 | SAC | MR.Q, 100k | SimbaV2, 100k | BRO, 100k | TD3: wall time, updates "
+        "| SAC: wall time, updates |" in table
+    )
+    # 0 is a return (held out: the entry was not chosen on acrobot-swingup); no published
+    # SimbaV2 or BRO run there. write_run's wall time is 600 s.
+    zero = "| acrobot-swingup | 0 ± 0 (held out) | not run yet | 56 ± 51 | - | - | 10 min | - |"
+    assert zero in table
+    # 100k frames, decisions every frame, learning from frame 5000: 95,001 updates.
+    assert (
+        "| cartpole-swingup | 820 ± 50 (held out) | 600 ± 0 (held out) | 853 ± 8 | 861 ± 13 "
+        "| 872 ± 6 † | 10 min; 95.0k updates (action repeat 1) | 10 min |" in table
+    )
+    # Decisions every 2 frames, learning from frame 5000 (decision 2,500) to 100k (50,000).
+    assert (
+        "| walker-walk | 900 ± 0 (tuned) | not run yet | 891 ± 83 | 962 ± 6 | 963 ± 8 † "
+        "| 10 min; 47.5k updates (action repeat 2) | - |" in table
+    )
+    assert "| fish-swim | not run yet | not run yet | 122 ± 52 | - | - | - | - |" in table
+    # TD3 on 3 tasks: (0 + 820 + 900) / 3 = 573.3; MR.Q on them (56 + 853 + 891) / 3 = 600;
+    # SimbaV2 and BRO published no acrobot-swingup. SAC on one: MR.Q 853, SimbaV2 861, BRO 872.
+    # MR.Q over all 28: 466, no one else has all of them.
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0][2:] for row in rows[:28]] == DMC28
+    assert rows[28:] == [
+        "| mean over 3 of 28 tasks (partial: TD3) | 573 | - | 600 | - | - |  |  |",
+        "| mean over 1 of 28 tasks (partial: SAC) | - | 600 | 853 | 861 | 872 |  |  |",
+        "| **mean over the 28 tasks** | - | - | 466 | - | - |  |  |",
+    ]
+    assert "- BRO: BRO (Nauman et al., NeurIPS 2024)" in table and "5 where marked †" in table
+    assert "Compute (wall time of each population run, 3 agents" in table
+    assert "4 cells, 0.7 hours in all" in table  # 4 x 600 s
+    assert "MR.Q's mean over the 28 tasks, 466 at 100k frames, is 774 at 500k" in table
+
+    # TD3 on all 28 (task i returning 10 i: mean 10 x 13.5 = 135): its row is the whole;
+    # SAC's stays partial.
+    for i, task in enumerate(DMC28):
+        write_dmc28_cell(out, task, "TD3", [10.0 * i] * 3)
+    table = results.write_table(args).read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert rows[28:] == [
+        "| mean over 1 of 28 tasks (partial: SAC) | - | 600 | 853 | 861 | 872 |  |  |",
+        "| **mean over the 28 tasks** | 135 | - | 466 | - | - |  |  |",
+    ]
+    assert "29 cells, 4.8 hours in all" in table  # 29 x 600 s
+    # The figure: 28 panels in 7 rows of 4.
+    from matplotlib.figure import Figure
+
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path: drawn.append(fig))
+    results.write_figure(args)
+    assert drawn[0].axes[0].get_subplotspec().get_gridspec().get_geometry() == (7, 4)
+    assert len([ax for ax in drawn[0].axes if ax.get_title()]) == 28
+
+    # Learners with the same tasks share a partial row.
+    shutil.rmtree(out)
+    write_dmc28_cell(out, "cartpole-swingup", "TD3", [800.0, 820.0, 840.0])
+    write_dmc28_cell(out, "cartpole-swingup", "SAC", [600.0, 600.0, 600.0])
+    table = results.write_table(args).read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert rows[28:] == [
+        "| mean over 1 of 28 tasks (partial: TD3, SAC) | 820 | 600 | 853 | 861 | 872 |  |  |",
+        "| **mean over the 28 tasks** | - | - | 466 | - | - |  |  |",
+    ]
+
+
+def test_the_updates_a_host_loop_cell_made_are_the_loops_own_count(tmp_path):
+    """`updates_of` against the host loop's rule, stepped here: a decision every K frames,
+    an update at each decision from the one whose frame count reaches start_timesteps."""
+    for frames, start, repeat in ((100_000, 5000, 1), (100_000, 5000, 2), (1000, 255, 3)):
+        steps = updates = 0
+        while steps < frames:
+            steps += repeat
+            updates += steps >= start
+        config = {"loop": {"max_timesteps": frames, "start_timesteps": start}}
+        if repeat != 1:  # a run from before `action_repeat` was recorded repeated nothing
+            config["loop"]["action_repeat"] = repeat
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        assert results.updates_of(tmp_path) == (updates, repeat), (frames, start, repeat)
+    (tmp_path / "config.json").write_text(json.dumps({"loop": {}}))
+    assert results.updates_of(tmp_path) is None
+
+
+def test_the_dmc28_suite_skips_finished_cells_and_trains_the_rest(tmp_path, monkeypatch, capsys):
+    """The same machinery as the other tables: a cell whose results ran the settings it
+    resolves to now is skipped, the others train (and `make dmc-suite` runs this suite)."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "dmc-suite: init\n\t$(BIN)/python -m jax_rl.results --suite dmc28 " in makefile
+    assert "dmc-suite" in next(line for line in makefile.splitlines() if ".PHONY" in line)
+    out = tmp_path / "dmc28"
+    argv = ["--suite", "dmc28", "--tasks", "hopper-hop,walker-stand", "--learners", "SAC"]
+    argv += ["--runs_dir", str(tmp_path / "runs"), "--out", str(out)]
+    args = results.parse_args(argv)
+    now = results.resolved_settings(args, "hopper-hop", "SAC")
+    write_run(out / "hopper-hop" / "SAC", [1.0, 2.0, 3.0], 100_000)
+    config = {**now, "preset": DMC_ENTRY}
+    (out / "hopper-hop" / "SAC" / "config.json").write_text(json.dumps(config))
+    trained = []
+    monkeypatch.setattr(results, "train_cell", lambda *a: trained.append(a[1:3]) or True)
+    assert results.main(argv) == 0
+    assert trained == [("walker-stand", "SAC")]
+    assert "SAC on hopper-hop: already in" in capsys.readouterr().out
+    table = (tmp_path / "dmc28.md").read_text()
+    assert "| hopper-hop | not run yet | 2 ± 2 (held out) |" in table
+    # No TD3 cell yet: no row of TD3's mean over none of the tasks.
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert rows[28:] == [
+        "| mean over 1 of 28 tasks (partial: SAC) | - | 2 | 17 | 47 | 220 |  |  |",
+        "| **mean over the 28 tasks** | - | - | 466 | - | - |  |  |",
     ]
