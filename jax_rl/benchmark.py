@@ -44,6 +44,7 @@ from jax_rl import replay as replay_lib
 from jax_rl.algos import mpo
 from jax_rl.envs import HostEnv, point_mass
 from jax_rl.envs.brax import CUSTOM_BACKEND, BraxEnv
+from jax_rl.envs.repeat import repeat_actions
 from jax_rl.logger import scratch_folder
 from jax_rl.loops import device, host
 
@@ -192,14 +193,20 @@ REPRESENTATION_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
     """(row label, overrides) for learner `name`: MPO once per dual solver, then in
-    its returns configuration; TD3 and SAC, then with TD7's SALE and LAP. Overrides are
-    Config fields, and n_step for the loop."""
+    its returns configuration; TD3 and SAC, then with TD7's SALE and LAP, then with action
+    repeat 2. Overrides are Config fields, and n_step and action_repeat for the loop."""
     if name == "MPO":
         rows = [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
         return [*rows, (MPO_RETURNS_LABEL, dict(MPO_RETURNS_OVERRIDES))]
     if name in REPRESENTATION_ROWS:
-        return [(name, {}), REPRESENTATION_ROWS[name]]
+        return [(name, {}), REPRESENTATION_ROWS[name], repeated(name)]
     return [(name, {})]
+
+
+def repeated(name: str, action_repeat: int = 2) -> tuple[str, dict[str, Any]]:
+    """The row of learner `name` holding each decision for `action_repeat` frames (the
+    field's DM Control protocol): timed per 1000 frames, half the updates of a plain row."""
+    return f"{name}, action repeat {action_repeat}", {"action_repeat": action_repeat}
 
 
 def quick_sized(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -250,10 +257,13 @@ def bench_host_step(
     label: str = "",
     n_step: int = 1,
     make_env: Callable[[int], HostEnv] | None = None,
+    action_repeat: int = 1,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Seconds per 1000 host-loop training steps of learner `name` (Config `overrides`;
-    `n_step` > 1 stores n-step transitions, as main_dm_control.py --n_step does)."""
+    `n_step` > 1 stores n-step transitions, as main_dm_control.py --n_step does). With
+    `action_repeat` K > 1 each step holds its decision for K frames (one update per K
+    frames, `--action_repeat`): the figures are then per 1000 frames, as the loop counts."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     # Imported here so that the Brax-only benchmark (--skip_host) runs without dm_control,
@@ -264,6 +274,7 @@ def bench_host_step(
         env: HostEnv = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
     else:
         env = make_env(seed)
+    env = repeat_actions(env, action_repeat)
     fns = host.make_step_functions(algo, settings.batch_size)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
     capacity += settings.warmup_steps
@@ -289,7 +300,8 @@ def bench_host_step(
     result = timing.time_steps(
         step, settings.steps_per_block, settings.num_blocks, settings.warmup_steps
     )
-    median, mean, std = result.per_1000()
+    # A step is action_repeat frames (dm_control's 1000-frame episodes: exactly, for K = 2).
+    median, mean, std = (t / action_repeat for t in result.per_1000())
     trained = host.agent_learner(collector.learner, 0)
     batch = jax.tree_util.tree_map(lambda x: x[: settings.batch_size], trained.replay.data)
     flops = timing.compiled_flops(jax.jit(algo.update), trained.agent, batch, jax.random.key(0))
@@ -298,13 +310,15 @@ def bench_host_step(
         solve = time_scipy_solve(trained.agent, batch)
     return {
         "policy": label or name,
+        "action_repeat": action_repeat,
         "scipy_solve_seconds": solve,
         "seconds_per_1000_median": median,
         "seconds_per_1000_mean": mean,
         "seconds_per_1000_std": std,
         "compile_seconds": result.first_call_seconds,
         "flops_per_update": flops,
-        "achieved_flops_per_second": flops / (median / 1000.0) if flops else None,
+        # One update per step: per step's time, not per frame's.
+        "achieved_flops_per_second": flops / (median * action_repeat / 1000.0) if flops else None,
         "blocks": list(result.block_seconds),
     }
 
@@ -597,9 +611,11 @@ def markdown(
     lines += [
         "",
         "A training step is one environment step plus one jitted call (insert, sample, one "
-        "update, next action). FLOPs come from XLA's cost analysis of one update; for TD3 "
-        "both branches of the delayed actor update are counted, so its figure is an upper "
-        "bound.",
+        "update, next action). With action repeat K a step holds its decision for K frames "
+        "(`--action_repeat`): those rows are seconds per 1000 frames, as every step count of "
+        "a run is, with one update per K frames. FLOPs come from XLA's cost analysis of one "
+        "update; for TD3 both branches of the delayed actor update are counted, so its "
+        "figure is an upper bound.",
         "",
     ]
     return "\n".join(lines)

@@ -165,3 +165,31 @@ def test_brax_only_benchmark_takes_the_sizes_given(tmp_path):
 def test_benchmark_refuses_bad_arguments(args, tmp_path, capsys):
     assert benchmark.main([*args, "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_a_row_with_action_repeat_counts_frames_and_takes_k_frames_per_step(monkeypatch):
+    """Each timed step holds its decision for K frames: the row reads per 1000 frames."""
+    assert benchmark.variants("SAC")[-1] == ("SAC, action repeat 2", {"action_repeat": 2})
+    envs, seen = [], {}
+    wrap = benchmark.repeat_actions
+    monkeypatch.setattr(benchmark, "repeat_actions", lambda e, k: envs.append(e) or wrap(e, k))
+
+    def fake_time_steps(step, steps_per_block, num_blocks, warmup_steps):
+        frames, stored = envs[-1].get_state()["step_count"], int(step().replay.size)
+        for _ in range(3):
+            step()
+        seen["frames"] = envs[-1].get_state()["step_count"] - frames
+        seen["stored"] = int(step().replay.size) - stored
+        return timing.Timing(1.0, (2.0, 2.0, 2.0), 1000)
+
+    monkeypatch.setattr(benchmark.timing, "time_steps", fake_time_steps)
+    plain = benchmark.bench_host_step("SAC", benchmark.QUICK)
+    assert seen == {"frames": 4, "stored": 4}
+    repeated = benchmark.bench_host_step("SAC", benchmark.QUICK, action_repeat=2)
+    assert seen == {"frames": 8, "stored": 4} and repeated["action_repeat"] == 2
+    assert plain["seconds_per_1000_median"] == 2.0
+    assert repeated["seconds_per_1000_median"] == 1.0  # 2 s per 1000 steps of 2 frames
+    # One update per step either way: the same FLOP rate per update.
+    assert repeated["achieved_flops_per_second"] == pytest.approx(
+        plain["achieved_flops_per_second"]
+    )
