@@ -11,7 +11,9 @@ often undirected noise does, by its scale and color.
 With `hold_exploration` the learner anneals its exploration only on updates whose batch
 holds rewards that differ (a constant reward, 0 or -1 per step, says nothing): SAC takes its
 temperature step only on those (alpha stays at init_alpha until the first), TD3's exploration
-std stays at initial_exploration_noise until the first and its schedule
+std stays at initial_exploration_noise until the first, its noise added to a zero action
+rather than to its actor's (whose critic, with nothing learned, is flat: its action is
+arbitrary, and noise around a saturated action pins a cart to a wall), and its schedule
 (`exploration_decay`) counts those updates only. Once rewards are found the share of such
 batches grows as the policy learns to collect them, and the annealing with it: one lucky
 reward does not end the exploration that found it. On a task whose rewards differ from the

@@ -411,6 +411,10 @@ def act(
         return action
     if noise is None:
         noise = jax.random.normal(key, action.shape)
+    # Held, before any batch with rewards that differ: the actor's action carries no
+    # information yet (a flat critic), and noise around a saturated one pins the system to
+    # a wall: explore around zero (`jax_rl.algos.exploration`).
+    action = exploration.unless_held(state.reward_watch, action, jnp.zeros_like(action))
     std = exploration_std(state)
     if episode_draw is not None:
         low = state.config.exploration_noise_min

@@ -120,3 +120,21 @@ def test_where_rewards_differ_from_the_first_batch_nothing_changes(algo, config)
     assert all(bool(jnp.array_equal(a, b)) for a, b in zip(leaves, expected, strict=True))
     if algo is td3:
         assert float(td3.exploration_std(held)) == float(td3.exploration_std(plain))
+
+
+def test_held_td3_explores_around_zero_and_evaluates_its_actor():
+    config = td3.Config(hidden_sizes=(16,), hold_exploration=True, initial_exploration_noise=0.5)
+    obs = jax.random.normal(jax.random.key(5), (4, OBS))
+    noise = jax.random.normal(jax.random.key(6), (4, ACT))
+    key = jax.random.key(7)
+    held, _ = train(td3, config, ZEROS)
+    explored = td3.act(held, obs, key, deterministic=False, noise=noise)
+    np.testing.assert_array_equal(explored, jnp.clip(0.5 * noise, -1.0, 1.0))
+    actor = td3.act(held, obs, key, deterministic=True)
+    assert not np.allclose(actor, 0.0)  # evaluation acts with the actor
+    found, _ = train(td3, config, LATER)
+    std = td3.exploration_std(found)
+    expected = jnp.clip(td3.act(found, obs, key, deterministic=True) + std * noise, -1.0, 1.0)
+    np.testing.assert_allclose(
+        td3.act(found, obs, key, deterministic=False, noise=noise), expected, rtol=1e-6
+    )
