@@ -542,8 +542,8 @@ def video_recorder(s: Settings, backend: Backend, logger: Any) -> Any:
         if isinstance(player, play.DevicePlayer) and env.mj_model() is None:
             cli.fail(f"--video_every: {s.task} has no MuJoCo model to draw")
         players.append(player)
-    # Every second step: half the drawing time (a software renderer on a CPU takes tens of
-    # ms per frame), still smooth at 30 frames per second.
+    # Every second frame (under an action repeat of 2, every decision): half the drawing time
+    # (a software renderer on a CPU takes tens of ms per frame), still smooth at 30 per second.
     recording = play.Recording(every=2, label=f"{s.args.policy} {s.task}")
     return play.VideoRecorder(players, logger.agents, s.args.video_every, recording)
 

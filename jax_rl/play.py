@@ -38,7 +38,7 @@ class Episode:
     """One played episode."""
 
     episode_return: float
-    steps: int
+    steps: int  # frames stepped (several per decision under an action repeat)
     frames: list[np.ndarray]  # empty when not recorded
 
 
@@ -83,8 +83,14 @@ class HostPlayer:
         frames = [recording.frame(self.env.render(), 0, 0.0)] if recording else []
         while not last and (max_steps is None or steps < max_steps):
             step = self.env.step(np.asarray(self._act(agent, obs)))
-            obs, total, last, steps = step.next_obs, total + step.reward, step.last, steps + 1
-            if recording is not None and steps % recording.every == 0:
+            before = steps  # steps are frames (several a step under an action repeat)
+            obs, total, last, steps = (
+                step.next_obs,
+                total + step.reward,
+                step.last,
+                steps + step.frames,
+            )
+            if recording is not None and before // recording.every < steps // recording.every:
                 frames.append(recording.frame(self.env.render(), steps, total))
         return Episode(total, steps, frames)
 

@@ -37,9 +37,7 @@ def hold_field() -> Any:
     """The `hold_exploration` Config field (TD3 and SAC)."""
     return common.field(
         False,
-        "anneal exploration only on updates whose batch holds rewards that differ (SAC: "
-        "alpha from init_alpha; TD3: the std from initial_exploration_noise, its schedule "
-        "counting those updates); off: as published",
+        "anneal exploration (SAC's alpha, TD3's std) only on updates sampling rewards that differ",
         static=True,
     )
 

@@ -172,3 +172,32 @@ def test_bad_repeats_exit_2_with_one_line(value, message):
     )
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {message}" + " (see --help)" * ("invalid" in message)
+
+
+def test_python_door_takes_the_repeat_and_refuses_a_bad_one():
+    import jax_rl
+
+    with pytest.raises(ValueError, match="action_repeat must be a positive integer, got 0"):
+        jax_rl.train("SAC", "dm_control/cartpole-swingup", action_repeat=0, progress=False)
+    with pytest.raises(ValueError, match="longer than an episode of Hopper-v5"):
+        jax_rl.train("SAC", "gymnasium/Hopper-v5", action_repeat=5000, progress=False)
+
+
+class Drawn(Countdown):
+    """A Countdown that draws a blank frame."""
+
+    def render(self) -> np.ndarray:
+        return np.zeros((8, 8, 3), np.uint8)
+
+
+def test_a_played_episode_counts_frames_and_draws_every_second_frame():
+    from jax_rl import play
+
+    agent = td3.init(jax.random.key(0), 2, 1, td3.Config(hidden_sizes=(8,)))
+    recording = play.Recording(size=(8, 8), every=2)
+    plain = play.HostPlayer(td3, Drawn(time_limit=7)).play(agent, 1, recording)[0]
+    held = play.HostPlayer(td3, ActionRepeat(Drawn(time_limit=7), 2)).play(agent, 1, recording)[0]
+    # 7 frames either way; drawn at the start and at frames 2, 4, 6 (plain) or after the
+    # decisions that reach them (2, 4, 6: the same three, one per decision of 2 frames).
+    assert (plain.steps, plain.episode_return, len(plain.frames)) == (7, 7.0, 4)
+    assert (held.steps, held.episode_return, len(held.frames)) == (7, 7.0, 4)
