@@ -290,7 +290,9 @@ def bench_host_step(
     collector = host.Collector(
         [env], fns, learner, settings.prefill, [seed], n_step=n_step, discounts=[config.discount]
     )
-    while collector.steps + 1 < settings.prefill:
+    # Up to the last step before learning starts: the first `learn` (its compilation) is
+    # the timed first call. A step is action_repeat frames.
+    while collector.steps + action_repeat < settings.prefill:
         collector.step()
 
     def step() -> host.Learner:

@@ -633,8 +633,8 @@ def adopt(args: argparse.Namespace, run: Path, task: str, learner: str) -> str |
     """Copy the finished run `run` into `--out` as the cell (task, learner), its config.json
     naming the preset the cell resolves to now; or the reason it cannot be the cell, as one
     line (nothing copied). Its settings must be the cell's: the learner, the task, the seeds,
-    the steps, the sweep and every loop and algo setting it records (as `changed_settings`:
-    one added to the learners since it ran is not compared)."""
+    the steps, the sweep and every loop and algo setting (as `changed_settings`: one added
+    to the learners since it ran counts at its default)."""
     config_path = run / "config.json"
     if not config_path.exists():
         return f"{run} has no config.json: not a run of this project's entry points"
@@ -674,15 +674,17 @@ def changed_settings(config: Path, now: dict[str, Any]) -> list[str]:
     recorded = json.loads(config.read_text())
     changes = []
     for part in ("loop", "algo"):
-        before, after = recorded.get(part, {}), now[part]
+        # What the run did not record it ran at its default: filled in before the widths
+        # are read as built (an unrecorded critic_hidden_sizes was the default's []).
+        defaults = now.get("defaults", {}).get(part, {})
+        unrecorded = set(defaults) - set(recorded.get(part, {}))
+        before, after = {**defaults, **recorded.get(part, {})}, now[part]
         if part == "algo":
             before, after = effective_widths(before), effective_widths(after)
-        defaults = now.get("defaults", {}).get(part, {})
         for key, value in after.items():
             if key in before and before[key] != value:
-                changes.append(f"{part}.{key} {before[key]} -> {value}")
-            elif key not in before and key in defaults and defaults[key] != value:
-                changes.append(f"{part}.{key} {defaults[key]} (unrecorded: the default) -> {value}")
+                note = " (unrecorded: the default)" if key in unrecorded else ""
+                changes.append(f"{part}.{key} {before[key]}{note} -> {value}")
     if recorded.get("sweep", {}) != now["sweep"]:
         changes.append(f"sweep {recorded.get('sweep', {})} -> {now['sweep']}")
     return changes

@@ -344,6 +344,10 @@ def test_a_finished_cell_trains_again_when_its_settings_changed_and_only_then(
         (cell / "config.json").write_text(json.dumps({**widths, "sweep": {}}))
         found = results.changed_settings(cell / "config.json", now)
         assert found == [f"algo.critic_hidden_sizes {c}" for c in change]
+    # A run from before the widths were settings (none recorded) built the default's.
+    before_widths = {k: v for k, v in now["algo"].items() if k not in results.WIDTH_KEYS}
+    (cell / "config.json").write_text(json.dumps({**older, "algo": {**before_widths, "tau": 0.01}}))
+    assert results.changed_settings(cell / "config.json", now) == ["algo.tau 0.01 -> 0.005"]
     (cell / "config.json").write_text(json.dumps(older))
 
     trained = []

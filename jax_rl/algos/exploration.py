@@ -9,7 +9,9 @@ Noise that small meets no reward there: docs/benchmarks/exploration_floor.py mea
 often undirected noise does, by its scale and color.
 
 With `hold_exploration` the learner anneals its exploration only on updates whose batch
-holds rewards that differ (a constant reward, 0 or -1 per step, says nothing): SAC takes its
+holds rewards that differ (a constant reward, 0 or -1 per step, says nothing; but stored
+sums of a nonzero constant differ where n-step returns or an action repeat stop at an
+episode's end, which then counts as informative): SAC takes its
 temperature step only on those (alpha stays at init_alpha until the first), TD3's exploration
 std stays at initial_exploration_noise until the first, its noise added to a zero action
 rather than to its actor's (whose critic, with nothing learned, is flat: its action is
@@ -45,7 +47,7 @@ def hold_field() -> Any:
 class RewardWatch(flax.struct.PyTreeNode):
     """Which updates sampled rewards that differ."""
 
-    found_at: jax.Array  # int32: the first such update; -1 until then
+    found_at: jax.Array  # int32: the first such update; -1 until then (for the metrics)
     informative: jax.Array  # int32: how many updates sampled such rewards
     now: jax.Array  # bool: whether the latest update's batch did
 

@@ -188,6 +188,13 @@ class Config(flax.struct.PyTreeNode):
             raise ValueError("TD3 clip_values takes the scalar critic with target networks "
                              "(not categorical, not crossq)")  # fmt: skip
         common.check_crossq_targets(self)
+        if self.hold_exploration and common.is_concrete_number(self.exploration_decay):
+            if self.exploration_decay <= 0:
+                raise ValueError(
+                    "TD3 hold_exploration anneals its exploration std over exploration_decay "
+                    "updates that sampled rewards that differ: give exploration_decay > 0 "
+                    "(without a schedule the first reward would end the exploration at once)"
+                )
 
 
 class State(flax.struct.PyTreeNode):
@@ -430,8 +437,8 @@ def exploration_std(state: State) -> jax.Array:
     """The exploration std after `state.step` updates: exploration_noise, or with
     exploration_decay > 0 a straight line from initial_exploration_noise at update 0 to
     exploration_noise at update exploration_decay, flat after. With hold_exploration the
-    std is initial_exploration_noise until an update samples rewards that differ, and the
-    schedule counts only such updates (`jax_rl.algos.exploration`)."""
+    schedule counts only updates that sampled rewards that differ (so the std is
+    initial_exploration_noise until the first; `jax_rl.algos.exploration`)."""
     cfg = state.config
     decay = jnp.asarray(cfg.exploration_decay, jnp.float32)
     clock = exploration.schedule_clock(state.reward_watch, state.step)
@@ -439,8 +446,7 @@ def exploration_std(state: State) -> jax.Array:
     scheduled = cfg.initial_exploration_noise + done * (
         cfg.exploration_noise - cfg.initial_exploration_noise
     )
-    after = jnp.where(decay > 0, scheduled, cfg.exploration_noise)
-    return exploration.unless_held(state.reward_watch, after, cfg.initial_exploration_noise)
+    return jnp.where(decay > 0, scheduled, cfg.exploration_noise)
 
 
 def _init_value_range() -> jax.Array:

@@ -5,14 +5,19 @@ The field's DM Control protocol (DrQ, MR.Q, SimbaV2, TD-MPC2) repeats every acti
 step of `ActionRepeat(env, K)` steps `env` up to K times with the same action:
 
     reward   = sum of the frames' rewards (undiscounted within the repeat)
-    discount = 0 if a frame ended at a true terminal, else 1
+    discount = the last frame's: 0 if it ended at a true terminal, else 1
     next_obs = the observation of the last frame stepped
-    frames   = the frames stepped: K, or fewer where the episode ended inside the repeat
+    frames   = K, the decision's length
 
 An episode end inside the repeat stops it there: at a terminal the step reports discount
 0; at a time limit discount 1 and that frame's observation, the true final one, so the
 learner bootstraps through the truncation (DESIGN.md pitfall 2). The loops count the
-frames each step reports (`HostStep.frames`), so every step a user reads is a frame.
+frames each step reports (`HostStep.frames`), so every step a user reads is a frame. A
+decision counts its K frames also where an episode end cut it short, as the field counts
+frames (decisions x K): every agent of a population then keeps the same clock whatever
+its episodes do, and trains as a run of its own. With dm_control's 1000-frame episodes and
+K = 2 no repeat is ever cut short; a Gymnasium terminal inside a repeat counts up to K - 1
+frames that were not stepped.
 
 A decision is atomic: between two steps the wrapper holds no state of its own, so
 `get_state` / `set_state` are the wrapped environment's and a run resumes exactly.
@@ -64,13 +69,13 @@ class ActionRepeat:
         return self.env.reset()
 
     def step(self, action: np.ndarray) -> HostStep:
-        reward, frames = 0.0, 0
-        while True:
+        reward = 0.0
+        for _ in range(self.action_repeat):
             step = self.env.step(action)
             reward += step.reward
-            frames += step.frames
-            if step.last or frames >= self.action_repeat:
-                return HostStep(step.next_obs, reward, step.discount, step.last, frames)
+            if step.last:
+                break
+        return HostStep(step.next_obs, reward, step.discount, step.last, self.action_repeat)
 
     def get_state(self) -> dict[str, Any]:
         return self.env.get_state()

@@ -89,11 +89,9 @@ def test_td3_holds_its_std_and_its_schedule_counts_informative_updates():
     assert float(td3.exploration_std(state)) == pytest.approx(0.5 + 0.25 * (0.1 - 0.5))
     state, _ = train(td3, config, [*LATER, [0.0, 1.0] * 4, [0.0, 3.0] * 4])  # 3 of 4
     assert float(td3.exploration_std(state)) == pytest.approx(0.5 + 0.75 * (0.1 - 0.5))
-    # Without a schedule, the std drops to exploration_noise once a reward is found.
-    state, _ = train(td3, config.replace(exploration_decay=0), LATER)
-    assert float(td3.exploration_std(state)) == pytest.approx(0.1)
-    state, _ = train(td3, config.replace(exploration_decay=0), ZEROS)
-    assert float(td3.exploration_std(state)) == pytest.approx(0.5)
+    # Without a schedule the first reward would end the exploration at once: refused.
+    with pytest.raises(ValueError, match="give exploration_decay > 0"):
+        td3.Config(hold_exploration=True)
 
 
 DENSE = [list(np.linspace(-1.0, 1.0, 8) + i) for i in range(5)]
@@ -123,7 +121,10 @@ def test_where_rewards_differ_from_the_first_batch_nothing_changes(algo, config)
 
 
 def test_held_td3_explores_around_zero_and_evaluates_its_actor():
-    config = td3.Config(hidden_sizes=(16,), hold_exploration=True, initial_exploration_noise=0.5)
+    config = td3.Config(
+        hidden_sizes=(16,), hold_exploration=True, initial_exploration_noise=0.5,
+        exploration_decay=4,
+    )  # fmt: skip
     obs = jax.random.normal(jax.random.key(5), (4, OBS))
     noise = jax.random.normal(jax.random.key(6), (4, ACT))
     key = jax.random.key(7)

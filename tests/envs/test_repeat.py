@@ -60,8 +60,9 @@ def test_a_time_limit_inside_a_repeat_ends_the_episode_with_discount_one_there()
     assert env.step(np.zeros(1, np.float32)).frames == 3
     end = env.step(np.array([0.9], np.float32))
     # Two frames left in the episode: the repeat stops at the limit, bootstrapping from
-    # the true final observation (frame 5's), not from a reset.
-    assert (end.frames, end.reward, end.discount, end.last) == (2, 2.0, 1.0, True)
+    # the true final observation (frame 5's), not from a reset; the decision counts 3.
+    assert (end.frames, end.reward, end.discount, end.last) == (3, 2.0, 1.0, True)
+    assert env.env.t == 5
     np.testing.assert_array_equal(end.next_obs, np.float32([5.0, 0.9]))
 
 
@@ -69,7 +70,7 @@ def test_a_terminal_inside_a_repeat_ends_the_episode_with_discount_zero():
     env = ActionRepeat(Scripted([1.0, 3.0, 100.0], terminal_at=2), 3)
     env.reset()
     end = env.step(np.zeros(1, np.float32))
-    assert (end.frames, end.reward, end.discount, end.last) == (2, 4.0, 0.0, True)
+    assert (end.frames, end.reward, end.discount, end.last) == (3, 4.0, 0.0, True)
     assert env.t == 2  # no frame stepped past the terminal
 
 

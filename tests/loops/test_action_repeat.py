@@ -27,14 +27,19 @@ LOOP = dict(
 )  # fmt: skip
 
 
+def countdown(seed: int) -> ActionRepeat:
+    """Agent 0's task: a Countdown of 7 frames (decisions of 2, 2, 2 and 1 frame: the time
+    limit inside the repeat); the others' of 5 (2, 2, 1), their episodes ending elsewhere."""
+    return ActionRepeat(Countdown(time_limit=7 if seed == 0 else 5), 2)
+
+
 def train(algo, seeds, out: Path, **settings):
-    """Agents of `seeds` on Countdowns of 7 frames, each action held for 2: decisions of
-    2, 2, 2 and (the time limit inside the repeat) 1 frame; learner `settings`."""
+    """Agents of `seeds` on their Countdowns, each action held for 2; learner `settings`."""
     config = host.HostLoopConfig(**LOOP)
     dirs = [out] if len(seeds) == 1 else [out / f"agent{i}" for i in range(len(seeds))]
     logger = PopulationLogger.create(out, dirs, config.max_timesteps, progress=False)
-    envs = [ActionRepeat(Countdown(time_limit=7), 2) for _ in seeds]
-    eval_envs = [ActionRepeat(Countdown(time_limit=7), 2) for _ in seeds]
+    envs = [countdown(seed) for seed in seeds]
+    eval_envs = [countdown(seed) for seed in seeds]
     configs = [algo.Config(hidden_sizes=(16, 16), **settings) for _ in seeds]
     try:
         return host.train_population(algo, configs, seeds, envs, eval_envs, config, logger)
@@ -42,50 +47,34 @@ def train(algo, seeds, out: Path, **settings):
         logger.close()
 
 
-def clock():
-    """The frames after each decision, by hand: 7 frames of an episode in 4 decisions."""
-    frames, total = [], 0
-    while total < LOOP["max_timesteps"]:
-        total += 1 if len(frames) % 4 == 3 else 2
-        frames.append(total)
-    return frames
-
-
 def test_steps_are_frames_and_each_transition_sums_its_frames(tmp_path):
     result = train(sac, [0], tmp_path)
-    frames = clock()  # 2, 4, 6, 7, 9, ..., 56, 58, 60: 34 decisions
-    assert len(frames) == 34 and frames[-1] == 60
+    # Every decision counts its 2 frames, the one cut short by the time limit too: 30
+    # decisions make the 60 frames, and learning starts with the one reaching 20.
     learner = result.agent(0)
-    # One stored transition per decision; one update per decision from 20 frames on.
-    assert int(learner.replay.size) == len(frames)
-    assert int(learner.agent.step) == sum(f >= 20 for f in frames)
+    assert int(learner.replay.size) == 30
+    assert int(learner.agent.step) == 30 - 10 + 1
     data = jax.device_get(learner.replay.data)
-    size = len(frames)
-    np.testing.assert_array_equal(
-        data.reward[:size], [1.0 if i % 4 == 3 else 2.0 for i in range(size)]
-    )
+    size = 30
+    rewards = [1.0 if i % 4 == 3 else 2.0 for i in range(size)]  # 7 frames: 2 + 2 + 2 + 1
+    np.testing.assert_array_equal(data.reward[:size], rewards)
     # The episode's last decision (one frame, the time limit inside the repeat): discount 1
     # and the true final observation (no steps left, the same episode), not a reset.
     ends = np.arange(size) % 4 == 3
     np.testing.assert_array_equal(data.discount[:size], 1.0)
     np.testing.assert_array_equal(data.next_obs[:size][ends, 0], 0.0)
     np.testing.assert_array_equal(data.next_obs[:size][ends, 1], data.obs[:size][ends, 1])
-
-    # Evaluations at the first frame count that reached 20, 40 and 60 (the decision of 39
-    # to 41 passes 40), each over a whole 7-frame episode; train.csv rows likewise every 10.
-    def reaching(marks):
-        return [next(f for f in frames if f >= m) for m in marks]
-
-    steps = [row["step"] for row in result.evaluations[0]]
-    assert steps == [0, 20, 41, 60] == [0, *reaching((20, 40, 60))]
+    # Evaluations and train.csv rows on their multiples of frames; each evaluation over a
+    # whole 7-frame episode.
+    assert [row["step"] for row in result.evaluations[0]] == [0, 20, 40, 60]
     assert [row["return_mean"] for row in result.evaluations[0]] == [7.0] * 4
     rows = (tmp_path / "train.csv").read_text().splitlines()[1:]
-    logged = [int(line.split(",")[0]) for line in rows]
-    assert logged == reaching(range(10, 61, 10))
+    assert [int(line.split(",")[0]) for line in rows] == list(range(10, 61, 10))
 
 
 # Countdown pays 1 every frame, so the decisions' rewards are 2, and 1 where the time limit
-# cuts a repeat short: they differ, and the parts' state moves.
+# cuts a repeat short: they differ, and the parts' state moves. The two agents' episodes
+# end at different frames (7 and 5).
 @pytest.mark.parametrize(
     "algo, settings",
     [
@@ -197,7 +186,7 @@ def test_a_played_episode_counts_frames_and_draws_every_second_frame():
     recording = play.Recording(size=(8, 8), every=2)
     plain = play.HostPlayer(td3, Drawn(time_limit=7)).play(agent, 1, recording)[0]
     held = play.HostPlayer(td3, ActionRepeat(Drawn(time_limit=7), 2)).play(agent, 1, recording)[0]
-    # 7 frames either way; drawn at the start and at frames 2, 4, 6 (plain) or after the
-    # decisions that reach them (2, 4, 6: the same three, one per decision of 2 frames).
+    # Plain: 7 frames, drawn at the start and at frames 2, 4 and 6. Held: 4 decisions of 2
+    # frames (the last cut to 1 by the time limit, counted 2), one drawing after each.
     assert (plain.steps, plain.episode_return, len(plain.frames)) == (7, 7.0, 4)
-    assert (held.steps, held.episode_return, len(held.frames)) == (7, 7.0, 4)
+    assert (held.steps, held.episode_return, len(held.frames)) == (8, 7.0, 5)
