@@ -190,3 +190,10 @@ def test_a_played_episode_counts_frames_and_draws_every_second_frame():
     # frames (the last cut to 1 by the time limit, counted 2), one drawing after each.
     assert (plain.steps, plain.episode_return, len(plain.frames)) == (7, 7.0, 4)
     assert (held.steps, held.episode_return, len(held.frames)) == (8, 7.0, 5)
+
+
+def test_td3_held_without_a_schedule_exits_2_with_one_line():
+    result = run("--policy", "TD3", "--hold_exploration")
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: TD3 hold_exploration anneals")
+    assert len(result.stderr.strip().splitlines()) == 1
