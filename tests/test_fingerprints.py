@@ -4,9 +4,8 @@ on, the state's sum to 1e-4 elsewhere (XLA's CPU kernels may round differently t
 
 import json
 
-import pytest
-
 import fingerprints
+import pytest
 
 RECORD = json.loads(fingerprints.RECORD.read_text())
 SAME_PROCESSOR = RECORD["processor"] == fingerprints.processor()
