@@ -159,6 +159,25 @@ NOT_IN_PRESETS = frozenset(
 )  # fmt: skip
 
 
+# A preset's choice that gives way where the user named the same choice another way: its
+# critic recipe (crossq, or critic) and the networks it builds. `--critic_network simba`
+# on dm_control, whose entry turns crossq on, trains SimBa critics without CrossQ.
+GIVES_WAY: dict[str, frozenset[str]] = {
+    "crossq": frozenset({"critic", "actor_network", "critic_network", "representation"}),
+    "critic": frozenset({"crossq"}),
+    "actor_network": frozenset({"crossq"}),
+    "critic_network": frozenset({"crossq"}),
+    "representation": frozenset({"crossq"}),
+}
+
+
+def gave_way(preset: presets.Preset, given: set[str]) -> list[str]:
+    """The preset's settings not applied because the user named the same choice otherwise
+    (`GIVES_WAY`); a setting the user gave itself is overridden, not listed here."""
+    return [key for key in preset.settings
+            if key not in given and GIVES_WAY.get(key, frozenset()) & given]  # fmt: skip
+
+
 def apply_preset(
     parser: argparse.ArgumentParser,
     args: argparse.Namespace,
@@ -171,6 +190,7 @@ def apply_preset(
     applied: dict[str, Any] = {}
     parsed_values: dict[str, Any] = {}
     where = f"preset {preset.name} ({preset.file})"
+    yielded = gave_way(preset, given)
     for key, value in preset.settings.items():
         action = actions.get(key)
         if action is None or key in NOT_IN_PRESETS or action.nargs == 0:
@@ -184,7 +204,7 @@ def apply_preset(
         if action.choices is not None and parsed not in action.choices:
             cli.fail(f"{where}: {key} must be one of {', '.join(map(str, action.choices))}")
         parsed_values[key] = parsed
-        if key not in given:
+        if key not in given and key not in yielded:
             setattr(args, key, parsed)
             applied[key] = value
     # The values on their own, as the learner's Config takes them: a setting of another
@@ -228,6 +248,7 @@ class Settings:
     preset_applied: dict[str, Any]
     task: str
     user_flags: dict[str, Any]  # the settings given on the command line, as parsed
+    preset_gave_way: tuple[str, ...] = ()  # the preset's settings that gave way to the user's
 
     def preset_record(self) -> dict[str, Any] | None:
         """The preset as config.json records it."""
@@ -237,8 +258,12 @@ class Settings:
             "name": self.preset.name,
             "file": self.preset.file,
             "applied": self.preset_applied,
-            "overridden_by_flags": sorted(set(self.preset.settings) - set(self.preset_applied)),
+            "overridden_by_flags": sorted(
+                set(self.preset.settings) - set(self.preset_applied) - set(self.preset_gave_way)
+            ),
         }
+        if self.preset_gave_way:  # to a choice of the user's, named otherwise
+            record["gave_way"] = list(self.preset_gave_way)
         if self.preset.name.endswith("/*"):  # the tasks it was chosen on, as it stood
             record["tuned_on"] = list(self.preset.tuned_on)
         return record
@@ -259,6 +284,8 @@ class Settings:
         else:
             applied = ", ".join(f"{k}={v}" for k, v in self.preset_applied.items()) or "nothing"
             text = f"{policy} defaults -> preset {self.preset.name} ({applied})"
+            if self.preset_gave_way:
+                text += f" (gave way to your flags: {', '.join(self.preset_gave_way)})"
         if self.user_flags:
             text += f" -> your flags ({', '.join(map(_flag_text, self.user_flags.items()))})"
         return text
@@ -323,8 +350,9 @@ def resolve_settings(
     )
     agents = cli.population_of(args, sweep)
     flags = user_settings(args, given, backend.env_fields(args))
+    yielded = tuple(gave_way(preset, given)) if preset is not None else ()
     return Settings(
-        args, algo, algo_config, sweep, loop_config, agents, preset, applied, task, flags
+        args, algo, algo_config, sweep, loop_config, agents, preset, applied, task, flags, yielded
     )
 
 

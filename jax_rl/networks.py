@@ -403,7 +403,7 @@ def body(
 
 class Critic(nn.Module):
     """Q(s, a): obs [B, O], action [B, A] -> [B]; with num_atoms K > 0 the logits [B, K]
-    of a categorical value distribution instead (`jax_rl.algos.categorical`)."""
+    of a categorical value distribution instead (`jax_rl.algos.critics.categorical`)."""
 
     hidden_sizes: Sequence[int]
     layer_init: str = "pytorch"

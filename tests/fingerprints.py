@@ -10,6 +10,7 @@ stream, so that hold_exploration's wait is exercised too.
 
     python tests/fingerprints.py --write    # record tests/data/fingerprints.json
     python tests/fingerprints.py            # compare against it, print the cases that differ
+    python tests/fingerprints.py --add      # record the cases not recorded yet (a new preset)
 
 tests/test_fingerprints.py compares on every `make test`. XLA's CPU kernels may round
 differently on another processor, so the record keeps the processor it was made on and a
@@ -51,6 +52,12 @@ PARTS: dict[str, dict[str, str]] = {
     "hold_exploration": {"hold_exploration": "true", "exploration_decay": "30"},
     "sale": {"representation": "sale", "encoder_every": "20"},
     "crossq_lap": {"crossq": "true", "replay": "lap", "renorm_warmup": "30"},
+    "quantile": {
+        "critic": "quantile",
+        "num_critics": "3",
+        "num_quantiles": "5",
+        "quantiles_dropped": "2",
+    },  # fmt: skip
     "simba_weight_decay": {
         "critic_network": "simba",
         "actor_network": "simba",
@@ -171,7 +178,17 @@ def all_fingerprints() -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help=f"record {RECORD.name}")
+    parser.add_argument("--add", action="store_true", help="record only the cases not in it")
     args = parser.parse_args(argv)
+    if args.add:
+        record = json.loads(RECORD.read_text())
+        known = set(record["cases"])
+        new = {f"{policy} {name}": run(policy, config) for policy in LEARNERS
+               for name, config in cases(policy) if f"{policy} {name}" not in known}  # fmt: skip
+        record["cases"].update(new)
+        RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        print(f"added {', '.join(new) or 'nothing'} to {RECORD}")
+        return 0
     found = all_fingerprints()
     if args.write:
         RECORD.write_text(

@@ -174,13 +174,6 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
             ["--policy", "SAC", "--preset", "paper", "--replay", "lap", "--critic", "categorical"],
             "lap takes the scalar",
         ),
-        # A setting the task's preset gave is named with the preset, for a user who never
-        # asked for CrossQ (TD3's and SAC's dm_control entry).
-        (
-            ["--policy", "SAC", "--critic", "categorical"],
-            "crossq takes the scalar critic, got critic 'categorical' (crossq=True: from preset "
-            "dm_control/* (jax_rl/presets/sac.toml); a flag of yours wins over it",
-        ),
         (
             ["--representation", "sale", "--embedding_size", "0"],
             "embedding_size must be a positive",
@@ -206,6 +199,40 @@ def test_bad_input_exits_2_with_one_clear_line(args, message, tmp_path, capsys):
     err = refused(main_dm_control.main, args, tmp_path, capsys)
     assert message in err
     assert err.count("\n") == 1, err  # one line, nothing before it
+
+
+@pytest.mark.parametrize(
+    "args, trained",
+    [
+        (
+            ["--policy", "TD3", "--critic_network", "simba", "--actor_network", "simba"],
+            {"critic_network": "simba", "actor_network": "simba", "critic": "scalar"},
+        ),
+        (
+            ["--policy", "TD3", "--critic", "categorical", "--normalize_obs"],
+            {"critic": "categorical", "normalize_obs": True},
+        ),
+        (
+            ["--policy", "SAC", "--representation", "sale", "--replay", "lap"],
+            {"representation": "sale", "replay": "lap", "critic": "scalar"},
+        ),
+    ],
+)
+def test_a_critic_or_network_the_user_names_replaces_the_entry_s_crossq(
+    args, trained, tmp_path, capsys
+):
+    """On dm_control, whose entry turns CrossQ on, a critic, network or representation the
+    user names trains as named: the entry's crossq gives way (the start-up line and
+    config.json say so) and its other settings stay."""
+    out = tmp_path / "run"
+    assert main_dm_control.main([*args, *DM_FLAGS, "--save_dir", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert {key: config["algo"][key] for key in trained} == trained
+    assert config["algo"]["crossq"] is False
+    assert config["preset"]["gave_way"] == ["crossq"]
+    assert "crossq" not in config["preset"]["applied"]
+    assert config["preset"]["applied"]["policy_freq"] == 3  # the entry's other settings stay
+    assert "(gave way to your flags: crossq)" in capsys.readouterr().err
 
 
 def refused(main, args: list[str], tmp_path: Path, capsys) -> str:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jax_rl.algos import sac, sale, td3
+from jax_rl.algos.critics import scalar
 from jax_rl.transition import Transition
 
 
@@ -122,7 +123,9 @@ def test_hard_target_copies_and_value_clipping():
     assert state.value_range.tolist() == [0.0, 0.0, big, -big]
     b = batch()
     # Before any target update the target critics' value is clipped to 0: y = r.
-    np.testing.assert_allclose(td3.td_target(state, b, jax.random.key(1)), b.reward, rtol=1e-6)
+    np.testing.assert_allclose(
+        scalar.target(td3.SIDE, state, b, jax.random.key(1)), b.reward, rtol=1e-6
+    )
     state, _ = td3.update(state, b, jax.random.key(1))
     np.testing.assert_allclose(state.value_range[2:], [b.reward.min(), b.reward.max()], rtol=1e-6)
     assert state.value_range[:2].tolist() == [0.0, 0.0]
@@ -132,7 +135,7 @@ def test_hard_target_copies_and_value_clipping():
     assert same(state.target_critic_params, state.critic_params)
     np.testing.assert_array_equal(state.value_range[:2], state.value_range[2:])
     low, high = (float(v) for v in state.value_range[:2])
-    target = td3.td_target(state, batch(5), jax.random.key(3))
+    target = scalar.target(td3.SIDE, state, batch(5), jax.random.key(3))
     excess = (target - batch(5).reward) / 0.99  # the clipped next value
     assert float(excess.min()) >= low - 1e-5 and float(excess.max()) <= high + 1e-5
 

@@ -141,12 +141,9 @@ def adam_step(
 
 
 def check_recipe(config: Any) -> None:
-    """Raise ValueError for a bad critic kind, atom count, value range, width or dtype."""
-    from jax_rl.algos.categorical import CRITICS
+    """Raise ValueError for a bad atom count, value range, width or dtype."""
     from jax_rl.networks import MATMUL_DTYPES
 
-    if config.critic not in CRITICS:
-        raise ValueError(f"critic must be one of {', '.join(CRITICS)}, got {config.critic!r}")
     if not isinstance(config.num_atoms, int) or config.num_atoms < 2:
         raise ValueError(f"num_atoms must be an integer >= 2, got {config.num_atoms!r}")
     low, high = config.v_min, config.v_max
@@ -172,11 +169,6 @@ def actor_sizes(config: Any) -> tuple[int, ...]:
 def critic_sizes(config: Any) -> tuple[int, ...]:
     """Each critic's hidden sizes: critic_hidden_sizes, or hidden_sizes where empty."""
     return tuple(config.critic_hidden_sizes) or tuple(config.hidden_sizes)
-
-
-def num_atoms(config: Any) -> int:
-    """The critic's outputs per (s, a): 0 for a scalar Q, K for a categorical one."""
-    return config.num_atoms if config.critic == "categorical" else 0
 
 
 def views(config: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -286,8 +278,8 @@ def adam_beta1_field() -> Any:
 
 
 def check_replay(config: Any) -> None:
-    """Raise ValueError for an unknown replay, lap_alpha outside (0, 1], or LAP with a
-    categorical critic (whose loss is no TD error)."""
+    """Raise ValueError for an unknown replay or lap_alpha outside (0, 1] (a critic
+    recipe without TD errors refuses LAP itself, `critics.check`)."""
     name = type(config).__module__.rsplit(".", 1)[-1].upper()
     if config.replay not in REPLAYS:
         raise ValueError(
@@ -296,8 +288,6 @@ def check_replay(config: Any) -> None:
     alpha = config.lap_alpha
     if is_concrete_number(alpha) and not 0 < alpha <= 1:
         raise ValueError(f"{name} lap_alpha must be in (0, 1], got {alpha}")
-    if config.replay == "lap" and config.critic != "scalar":
-        raise ValueError(f"{name} replay lap takes the scalar critic, got critic {config.critic!r}")
 
 
 def td_loss(
@@ -358,7 +348,7 @@ def check_networks(
     config: Any, actor_sizes: tuple[int, ...], critic_sizes: tuple[int, ...]
 ) -> None:
     """Raise ValueError for an unknown family, a block count below 1, a simba network given
-    several different widths, or CrossQ's settings out of range or combined with another family."""
+    several different widths (the critic recipe checks its own, `critics.check`)."""
     from jax_rl.networks import NETWORKS
 
     name = type(config).__module__.rsplit(".", 1)[-1].upper()
@@ -377,44 +367,14 @@ def check_networks(
                 f"{name} {role}_network {network} takes one width (all hidden sizes equal), "
                 f"got {','.join(map(str, sizes))}"
             )
-    if not getattr(config, "crossq", False):
-        return
-    if config.actor_network != "mlp" or config.critic_network != "mlp":
-        raise ValueError(f"{name} crossq builds its own BatchRenorm networks: leave "
-                         "actor_network and critic_network at mlp")  # fmt: skip
-    if config.critic != "scalar":
-        raise ValueError(f"{name} crossq takes the scalar critic, got critic {config.critic!r}")
-    momentum = config.renorm_momentum
-    if is_concrete_number(momentum) and not 0 < momentum < 1:
-        raise ValueError(f"{name} renorm_momentum must be in (0, 1), got {momentum}")
-    warmup = config.renorm_warmup
-    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
-        raise ValueError(f"{name} renorm_warmup must be an integer >= 0, got {warmup!r}")
-
-
-def check_crossq_targets(config: Any) -> None:
-    """Raise ValueError for a target-network setting given to a CrossQ learner, which has no
-    target networks: a `tau` or `target_every` other than the default would do nothing (a
-    sweep of it would train the same agent under several names)."""
-    if not getattr(config, "crossq", False):
-        return
-    name = type(config).__module__.rsplit(".", 1)[-1].upper()
-    for key in ("tau", "target_every"):
-        if not hasattr(config, key):
-            continue
-        value, default = getattr(config, key), type(config).__dataclass_fields__[key].default
-        if is_concrete_number(value) and value != default:
-            raise ValueError(
-                f"{name} {key} does nothing with crossq (no target networks): leave it at "
-                f"{default}, got {value}"
-            )
 
 
 def renorm(config: Any, train: bool) -> Any:
     """The `networks.Renorm` of a CrossQ learner's networks (None without crossq)."""
     from jax_rl.networks import Renorm
 
-    if not getattr(config, "crossq", False):
+    crossq = getattr(config, "crossq", False) or getattr(config, "critic", "") == "crossq"
+    if not crossq:
         return None
     return Renorm(float(config.renorm_momentum), int(config.renorm_warmup), train)
 
@@ -438,3 +398,47 @@ def apply_train(module: Any, params: dict, stats: dict | None, *args: Any) -> tu
         return module.apply(params, *args), None
     out, updated = module.apply({**params, **stats}, *args, mutable=list(stats))
     return out, updated
+
+
+# --- Fields TD3 and SAC declare alike (`shared`) ------------------------------------
+
+# name -> the arguments of its `field`.
+SHARED_FIELDS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "hidden_sizes": (
+        ((256, 256), "hidden layer sizes of the actor and of each critic"),
+        {"static": True},
+    ),
+    "actor_lr": ((3e-4, "Adam learning rate of the actor"), {}),
+    "critic_lr": ((3e-4, "Adam learning rate of the critics"), {}),
+    "discount": ((0.99, "gamma, the per-step discount of future rewards"), {}),
+    "actor_hidden_sizes": (
+        ((), "hidden layer sizes of the actor (empty: hidden_sizes)"),
+        {"static": True},
+    ),
+    "critic_hidden_sizes": (
+        ((), "hidden layer sizes of each critic (empty: hidden_sizes)"),
+        {"static": True},
+    ),
+    "num_atoms": ((101, "atoms of the categorical critic"), {"static": True}),
+    "v_min": ((-100.0, "lowest atom of the categorical critic"), {}),
+    "v_max": ((100.0, "highest atom of the categorical critic"), {}),
+    "weight_decay": ((0.0, "AdamW's decoupled weight decay (0: Adam)"), {}),
+    "normalize_obs": (
+        (False, "standardise observations with running statistics"),
+        {"static": True},
+    ),
+    "matmul_dtype": (
+        ("float32", "dtype of the matrix products: float32 or bf16"),
+        {"static": True},
+    ),
+    "actor_obs_size": (
+        (0, "features of the observation the actor sees (0: all)"),
+        {"static": True, "flag": False},
+    ),
+}
+
+
+def shared(name: str) -> Any:
+    """The field `name` as TD3 and SAC both declare it (`SHARED_FIELDS`)."""
+    args, kwargs = SHARED_FIELDS[name]
+    return field(*args, **kwargs)

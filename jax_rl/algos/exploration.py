@@ -100,3 +100,29 @@ def metrics(watch: RewardWatch | None) -> dict[str, jax.Array]:
         "explore/reward_found": (watch.found_at >= 0).astype(jnp.float32),
         "explore/informative": watch.now.astype(jnp.float32),
     }
+
+
+def scheduled_std(config: Any, watch: RewardWatch | None, step: jax.Array) -> jax.Array:
+    """TD3's exploration std after `step` updates: exploration_noise, or with
+    exploration_decay > 0 a straight line from initial_exploration_noise at update 0 to
+    exploration_noise at update exploration_decay, flat after. With hold_exploration the
+    schedule counts only updates that sampled rewards that differ (so the std is
+    initial_exploration_noise until the first)."""
+    decay = jnp.asarray(config.exploration_decay, jnp.float32)
+    clock = schedule_clock(watch, step)
+    done = jnp.clip(clock / jnp.maximum(decay, 1.0), 0.0, 1.0)
+    scheduled = config.initial_exploration_noise + done * (
+        config.exploration_noise - config.initial_exploration_noise
+    )
+    return jnp.where(decay > 0, scheduled, config.exploration_noise)
+
+
+def check_schedule(config: Any) -> None:
+    """TD3's hold needs a schedule: without one the first reward would end the exploration."""
+    if config.hold_exploration and common.is_concrete_number(config.exploration_decay):
+        if config.exploration_decay <= 0:
+            raise ValueError(
+                "TD3 hold_exploration anneals its exploration std over exploration_decay "
+                "updates that sampled rewards that differ: give exploration_decay > 0 "
+                "(without a schedule the first reward would end the exploration at once)"
+            )

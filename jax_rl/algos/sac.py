@@ -15,30 +15,17 @@ actor's loss uses the critics after this update's critic step; the target
 entropy defaults to -A (the heuristic of the SAC v2 paper); alpha starts at 1.
 There is no target actor, as in v2.
 
-The accelerator-scale recipe (as TD3's, off by default): a categorical critic
-(`critic = "categorical"`, `jax_rl.algos.categorical`), whose target atoms are
-shifted by the entropy term, z' = r + gamma * d * (z - alpha * log pi(a'|s')), and
-whose Q in the actor's loss is the mean of the distribution of lower mean;
-observation normalisation; separate widths; AdamW's weight decay on the
-networks (not on log alpha); bf16 matrix products; an asymmetric actor and critics.
-
-Network families (`jax_rl.networks.body`): `actor_network` / `critic_network` simba
-puts SimBa's residual blocks in place of the MLP (the `simba` preset carries SimBa's
-published settings). `crossq` is CrossQ (Bhatt et al., ICLR 2024): BatchRenorm
-networks and no target critics; the critics' loss runs (s, a) and (s', a') through
-the critics in one training-mode pass, so both halves are normalised by the same
-batch statistics, and the target is that pass's second half without gradient:
-    a' ~ pi(.|s') (running statistics),  [Q(s, a) | Q(s', a')] = Q([s | s'], [a | a'])
-    y = r + gamma * d * (min_i sg(Q_i(s', a')) - alpha * log pi(a'|s'))
-The actor's loss reads the critics with their running statistics while the actor
-runs in training mode; `policy_freq` 3 delays actor and temperature as published.
-
-SALE and LAP (TD7's parts, `--preset sac-sale`; no published recipe combines them with
-SAC): `representation = "sale"` (`jax_rl.algos.sale`) trains the encoders first in
-each update; actor and critics read the fixed encoders, the target critics the fixed
-target encoders (the next action comes from the actor on the fixed encoders' z_s(s'));
-`replay = "lap"` makes the critics' loss Huber and the update return the rows' priorities
-(`common.td_loss`).
+The critic is a recipe (`jax_rl.algos.critics`, `critic`): scalar (the equations above),
+categorical (C51: the target atoms shifted by the entropy term, z' = r + gamma * d * (z -
+alpha * log pi(a'|s'))), crossq (CrossQ, Bhatt et al., ICLR 2024: BatchRenorm networks,
+no target critics, (s, a) and (s', a') in one training-mode pass; `policy_freq` 3 delays
+actor and temperature as published) or quantile (TQC, Kuznetsov et al., 2020: the actor
+maximises the mean over all critics' quantiles); SAC lends each its sampled next action
+and entropy term (`_next`) and reads the whole ensemble in the actor's loss
+(`critics.actor_value`). Around it, each a field and off by default: the accelerator
+parts (as TD3's), SimBa's network families (the `simba` preset), and TD7's SALE and LAP
+(`--preset sac-sale`; no published recipe combines them with SAC): actor and critics
+read the fixed encoders, the target critics the fixed target encoders.
 """
 
 from __future__ import annotations
@@ -51,35 +38,27 @@ import jax.numpy as jnp
 import optax
 
 from jax_rl import normalization
-from jax_rl.algos import categorical, common, exploration, sale
-from jax_rl.networks import (
-    EnsembleCritic,
-    GaussianPolicy,
-    Renorm,
-    polyak_update,
-    squash,
-    tanh_gaussian_sample,
-)
+from jax_rl.algos import common, critics, exploration, sale, targets
+from jax_rl.algos.critics import quantile
+from jax_rl.networks import EnsembleCritic, GaussianPolicy, squash, tanh_gaussian_sample
 from jax_rl.transition import Transition
 
 
 class Config(flax.struct.PyTreeNode):
     """SAC hyperparameters. Shapes are static; the rest are traced."""
 
-    hidden_sizes: tuple[int, ...] = common.field(
-        (256, 256), "hidden layer sizes of the actor and of each critic", static=True
-    )
+    hidden_sizes: tuple[int, ...] = common.shared("hidden_sizes")
     layer_init: str = common.field(
         "lecun", "layer initialisation: pytorch (uniform +-1/sqrt(fan_in)) or lecun", static=True
     )
-    actor_lr: float = common.field(3e-4, "Adam learning rate of the actor")
-    critic_lr: float = common.field(3e-4, "Adam learning rate of the critics")
+    actor_lr: float = common.shared("actor_lr")
+    critic_lr: float = common.shared("critic_lr")
     alpha_lr: float = common.field(
         3e-4,
         "Adam learning rate of log(alpha), the entropy temperature; 0 keeps alpha at "
         "init_alpha (SAC with a fixed temperature, Haarnoja et al., 2018a)",
     )
-    discount: float = common.field(0.99, "gamma, the per-step discount of future rewards")
+    discount: float = common.shared("discount")
     tau: float = common.field(0.005, "Polyak rate of the target critics")
     init_alpha: float = common.field(1.0, "initial entropy temperature alpha")
     target_entropy_per_dim: float = common.field(
@@ -87,29 +66,20 @@ class Config(flax.struct.PyTreeNode):
     )
     hold_exploration: bool = exploration.hold_field()
     # The accelerator-scale recipe (the same fields as TD3's).
-    actor_hidden_sizes: tuple[int, ...] = common.field(
-        (), "hidden layer sizes of the actor (empty: hidden_sizes)", static=True
-    )
-    critic_hidden_sizes: tuple[int, ...] = common.field(
-        (), "hidden layer sizes of each critic (empty: hidden_sizes)", static=True
-    )
-    critic: str = common.field(
-        "scalar", "critic: scalar (published) or categorical (C51 distribution)", static=True
-    )
-    num_atoms: int = common.field(101, "atoms of the categorical critic", static=True)
-    v_min: float = common.field(-100.0, "lowest atom of the categorical critic")
-    v_max: float = common.field(100.0, "highest atom of the categorical critic")
-    weight_decay: float = common.field(0.0, "AdamW's decoupled weight decay (0: Adam)")
-    normalize_obs: bool = common.field(
-        False, "standardise observations with running statistics", static=True
-    )
+    actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")
+    critic_hidden_sizes: tuple[int, ...] = common.shared("critic_hidden_sizes")
+    critic: str = critics.critic_field()
+    num_critics: int = quantile.num_critics_field()
+    num_quantiles: int = quantile.num_quantiles_field()
+    quantiles_dropped: int = quantile.quantiles_dropped_field()
+    num_atoms: int = common.shared("num_atoms")
+    v_min: float = common.shared("v_min")
+    v_max: float = common.shared("v_max")
+    weight_decay: float = common.shared("weight_decay")
+    normalize_obs: bool = common.shared("normalize_obs")
     scale_rewards: bool = common.scale_rewards_field()
-    matmul_dtype: str = common.field(
-        "float32", "dtype of the matrix products: float32 or bf16", static=True
-    )
-    actor_obs_size: int = common.field(
-        0, "features of the observation the actor sees (0: all)", static=True, flag=False
-    )
+    matmul_dtype: str = common.shared("matmul_dtype")
+    actor_obs_size: int = common.shared("actor_obs_size")
     # Network families and CrossQ (the same fields as TD3's).
     actor_network: str = common.network_field("actor")
     critic_network: str = common.network_field("critic")
@@ -145,7 +115,7 @@ class Config(flax.struct.PyTreeNode):
         )
         sale.check(self)
         common.check_replay(self)
-        common.check_crossq_targets(self)
+        critics.check(self)
 
 
 class State(flax.struct.PyTreeNode):
@@ -173,7 +143,6 @@ def _networks(
     config: Config, action_size: int, train: bool = False
 ) -> tuple[GaussianPolicy, EnsembleCritic]:
     """The actor and the critics; `train`: their BatchRenorm layers (crossq) in training mode."""
-    renorm: Renorm | None = common.renorm(config, train)
     policy = GaussianPolicy(
         common.actor_sizes(config),
         action_size,
@@ -181,18 +150,9 @@ def _networks(
         matmul_dtype=config.matmul_dtype,
         network=config.actor_network,
         blocks=config.actor_blocks,
-        renorm=renorm,
+        renorm=common.renorm(config, train),
     )
-    critic = EnsembleCritic(
-        common.critic_sizes(config),
-        layer_init=config.layer_init,
-        num_atoms=common.num_atoms(config),
-        matmul_dtype=config.matmul_dtype,
-        network=config.critic_network,
-        blocks=config.critic_blocks,
-        renorm=renorm,
-    )
-    return policy, critic
+    return policy, critics.network(config, train)
 
 
 def _actor_variables(state: State) -> dict:
@@ -203,72 +163,24 @@ def _critic_variables(state: State) -> dict:
     return common.variables(state.critic_params, state.critic_stats)
 
 
-def _atoms(config: Config) -> jax.Array:
-    return categorical.support(config.v_min, config.v_max, config.num_atoms)
-
-
-def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
-    """The soft TD target with clipped double Q and the entropy bonus: y [B], or for a
-    categorical critic the projected target distribution [B, K]. batch is normalised."""
+def _next(
+    state: State, next_obs: jax.Array, key: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """What the critic recipe's target reads at s' (normalised): the critics' input, a' ~
+    pi(.|s') [B, A] and the entropy term alpha * log pi(a'|s') [B]. With SALE the actor
+    reads the fixed encoders, the critics the fixed target encoders."""
     cfg = state.config
-    actor, critic = _networks(cfg, state.action_size)
+    actor, _ = _networks(cfg, state.action_size)
     fixed, fixed_target = sale.copies(state.encoders)
-    actor_obs, critic_obs = common.views(cfg, batch.next_obs)
+    actor_obs, critic_obs = common.views(cfg, next_obs)
     mean, log_std = actor.apply(_actor_variables(state), sale.actor_input(fixed, actor_obs)[0])
     next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
     _, target_zs = sale.actor_input(fixed_target, actor_obs)
     critic_in = sale.critic_input(fixed_target, critic_obs, next_action, target_zs)
-    next_out = critic.apply(state.target_critic_params, critic_in, next_action)
-    entropy_term = jnp.exp(state.log_alpha) * next_log_prob
-    discount = cfg.discount * batch.discount
-    if cfg.critic == "categorical":
-        return categorical.target_distribution(
-            next_out, _atoms(cfg), batch.reward, discount, shift=entropy_term
-        )
-    return batch.reward + discount * (next_out.min(axis=0) - entropy_term)
+    return critic_in, next_action, jnp.exp(state.log_alpha) * next_log_prob
 
 
-def critic_loss(
-    critic_params: Any, state: State, batch: Transition, target: jax.Array
-) -> tuple[jax.Array, jax.Array | None]:
-    """sum over critics of 0.5 mean_B (Q_i(s, a) - y)^2, target y [B] (LAP: of the Huber
-    loss, `common.td_loss`); for a categorical critic their cross-entropies to the target
-    distribution [B, K]. target is a constant. Also returns the rows' new priorities [B]
-    with LAP, else None."""
-    cfg = state.config
-    _, critic = _networks(cfg, state.action_size)
-    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
-    out = critic.apply(critic_params, critic_in, batch.action)  # [E, B] or [E, B, K]
-    if cfg.critic == "categorical":
-        return categorical.cross_entropy(out, target), None
-    return common.td_loss(out, target, cfg, scale=0.5)
-
-
-def crossq_critic_loss(
-    critic_params: Any, state: State, batch: Transition, key: jax.Array
-) -> tuple[jax.Array, tuple[Any, jax.Array | None]]:
-    """CrossQ's: sum over critics of 0.5 mean_B (Q_i(s, a) - y)^2, where Q(s, a) and
-    Q(s', a') [E, B] are the halves of one training-mode pass over the 2B rows
-    [s | s'], [a | a'] and y [B] takes the second half without gradient (LAP: the Huber
-    loss). Returns the loss and (the critics' running statistics after the pass, the
-    rows' new priorities with LAP or None). batch is normalised."""
-    cfg = state.config
-    actor, _ = _networks(cfg, state.action_size)
-    _, critic = _networks(cfg, state.action_size, train=True)
-    next_actor_obs, next_critic_obs = common.views(cfg, batch.next_obs)
-    mean, log_std = actor.apply(_actor_variables(state), next_actor_obs)
-    next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
-    _, critic_obs = common.views(cfg, batch.obs)
-    joint_obs = jnp.concatenate([critic_obs, next_critic_obs])  # [2B, O]
-    joint_action = jnp.concatenate([batch.action, next_action])  # [2B, A]
-    out, critic_stats = common.apply_train(
-        critic, critic_params, state.critic_stats, joint_obs, joint_action
-    )
-    q, next_q = jnp.split(out, 2, axis=1)  # [E, B] each
-    soft_next = jax.lax.stop_gradient(next_q).min(axis=0) - jnp.exp(state.log_alpha) * next_log_prob
-    target = batch.reward + cfg.discount * batch.discount * soft_next
-    loss, priority = common.td_loss(q, target, cfg, scale=0.5)
-    return loss, (critic_stats, priority)
+SIDE = critics.Side(_next, scale=0.5)
 
 
 def actor_loss(
@@ -288,10 +200,7 @@ def actor_loss(
     )
     action, log_prob = tanh_gaussian_sample(mean, log_std, key)
     critic_in = sale.critic_input(fixed, critic_obs, action, zs)
-    out = critic.apply(_critic_variables(state), critic_in, action)
-    if cfg.critic == "categorical":
-        out = categorical.mean_value(out, _atoms(cfg))
-    q = out.min(axis=0)
+    q = critics.actor_value(critic.apply(_critic_variables(state), critic_in, action), cfg)
     return (jnp.exp(state.log_alpha) * log_prob - q).mean(), (log_prob, actor_stats)
 
 
@@ -320,7 +229,9 @@ def init(
     return State(
         actor_params=actor_params,
         critic_params=critic_params,
-        target_critic_params=None if config.crossq else common.copy(critic_params),
+        target_critic_params=(
+            common.copy(critic_params) if critics.keeps_targets(config) else None
+        ),
         actor_stats=actor_stats,
         critic_stats=critic_stats,
         log_alpha=log_alpha,
@@ -365,32 +276,6 @@ observe = common.observe
 
 
 ACTOR_METRICS = ("loss/actor", "loss/alpha", "dual/alpha", "policy/entropy")
-
-
-def _update_critic(
-    state: State, batch: Transition, key: jax.Array
-) -> tuple[State, jax.Array, jax.Array | None]:
-    """One critic step: (state, loss, the rows' new priorities with LAP or None)."""
-    cfg = state.config
-    if cfg.crossq:
-        (loss, (critic_stats, priority)), grads = jax.value_and_grad(
-            crossq_critic_loss, has_aux=True
-        )(state.critic_params, state, batch, key)
-        state = state.replace(critic_stats=critic_stats)
-    else:
-        target = td_target(state, batch, key)
-        (loss, priority), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            state.critic_params, state, batch, target
-        )
-    params, opt_state = common.adam_step(
-        state.critic_params,
-        grads,
-        state.critic_opt_state,
-        cfg.critic_lr,
-        cfg.weight_decay,
-        cfg.adam_beta1,
-    )
-    return state.replace(critic_params=params, critic_opt_state=opt_state), loss, priority
 
 
 def _update_actor(
@@ -461,7 +346,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
         encoders = sale.update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
         state = state.replace(encoders=encoders)
-    state, loss_critic, priority = _update_critic(state, batch, critic_key)
+    state, loss_critic, priority = critics.update(SIDE, state, batch, critic_key)
     state = state.replace(step=state.step + 1)
     actor_metrics: dict[str, jax.Array]
     if state.config.policy_freq == 1:
@@ -477,12 +362,8 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         )
         assert state.actor_metrics is not None  # held between delayed updates
         actor_metrics = state.actor_metrics
-    if not state.config.crossq:
-        state = state.replace(
-            target_critic_params=polyak_update(
-                state.target_critic_params, state.critic_params, state.config.tau
-            )
-        )
+    if critics.keeps_targets(state.config):
+        state = targets.polyak(state, ("critic",))
     metrics = {
         "loss/critic": loss_critic,
         **actor_metrics,

@@ -95,8 +95,6 @@ def check(config: Any) -> None:
     ):
         raise ValueError(f"{name} encoder_hidden_sizes must be positive integers, got {sizes!r}")
     common.check_fields(config, positive=("encoder_lr",), positive_ints=("encoder_every",))
-    if config.representation == "sale" and getattr(config, "crossq", False):
-        raise ValueError(f"{name} representation sale does not combine with crossq")
 
 
 # --- The encoders ------------------------------------------------------------------------

@@ -15,40 +15,23 @@ to the deterministic action, clipped to [-1, 1]. Optionally (exploration_decay
 exploration_noise, as DrQ-v2 schedules its DDPG's noise. `d` is the transition's
 discount mask (0 only at a true terminal; see `jax_rl.transition.Transition`).
 
-The accelerator-scale recipe (FastTD3, Seo et al., 2025), every part off by
-default: a categorical critic (`critic = "categorical"`, `jax_rl.algos.categorical`:
-the critics' loss is the cross-entropy to the projected target distribution of
-the critic with the lower mean, and the actor maximises the first critic's
-mean); observation normalisation (`normalize_obs`, `jax_rl.normalization`);
-separate actor and critic widths; AdamW's decoupled weight decay; bf16 matrix
-products; an asymmetric actor and critics (`actor_obs_size`, set by the
-environment); and an exploration std drawn per environment at each episode
-start, uniform in [exploration_noise_min, exploration_noise], where the loop
-hands `act` that draw (`episode_draw`; the device pipeline does).
-
-Network families (`jax_rl.networks.body`): `actor_network` / `critic_network` simba
-puts SimBa's residual blocks in place of the MLP. `crossq` is CrossQ (Bhatt et al.,
-ICLR 2024) on TD3, as the CrossQ paper's TD3 variant: BatchRenorm networks, no
-target actor or critics; the critics' loss runs (s, a) and (s', a') through the
-critics in one training-mode pass and takes the target from its second half:
-    a' = clip(pi(s') + clip(N(0, policy_noise), +-noise_clip), -1, 1)   (running statistics)
-    y  = r + gamma * d * min_i sg(Q_i(s', a'))
-The actor's loss reads the first critic with its running statistics while the actor
-runs in training mode.
-
-TD7 (Fujimoto et al., NeurIPS 2023; `--preset td7`) is TD3 with four parts, each a field:
-SALE embeddings (`representation = "sale"`, `jax_rl.algos.sale`: the encoders train
-first in each update; actor and critics read the fixed copy, the target the fixed target
-copy); LAP prioritised replay (`replay = "lap"`: the critics' loss is Huber and the update
-returns the rows' priorities max(max_i |delta_i|, 1)^lap_alpha, `common.td_loss`); hard
-target updates every `target_every` updates in place of Polyak averaging; and value
-clipping (`clip_values`): the target critics' min_i Q_targ_i(s', a') is clipped to
-[the lowest, the highest] TD target seen up to the latest target update (both 0 before
-the first). TD7's policy checkpoints are not built: see docs/algorithms.md.
+The critic is a recipe (`jax_rl.algos.critics`, `critic`): scalar (the equations above),
+categorical (C51, FastTD3's), crossq (CrossQ, Bhatt et al., ICLR 2024: BatchRenorm
+networks, no target actor or critics, (s, a) and (s', a') in one training-mode pass) or
+quantile (TQC's truncated quantiles, Kuznetsov et al., 2020); TD3 lends each its target
+policy smoothing (`_next`) and reads its first critic's Q in the actor's loss. Around it,
+each a field and off by default: FastTD3's accelerator parts (observation normalisation,
+separate widths, AdamW, bf16 products, an asymmetric actor, an exploration std drawn per
+environment and episode, `episode_draw`); SimBa's network families; and TD7's parts
+(Fujimoto et al., NeurIPS 2023; `--preset td7`): SALE embeddings (`jax_rl.algos.sale`),
+LAP replay (`replay = "lap"`, `common.td_loss`), hard target copies every `target_every`
+updates in place of Polyak averaging, and value clipping (`clip_values`,
+`critics.scalar`). TD7's policy checkpoints are not built: see docs/algorithms.md.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import flax.struct
@@ -57,15 +40,9 @@ import jax.numpy as jnp
 import optax
 
 from jax_rl import normalization
-from jax_rl.algos import categorical, common, exploration, sale
-from jax_rl.networks import (
-    Critic,
-    DeterministicPolicy,
-    EnsembleCritic,
-    Renorm,
-    ensemble_member,
-    polyak_update,
-)
+from jax_rl.algos import common, critics, exploration, sale, targets
+from jax_rl.algos.critics import quantile, scalar
+from jax_rl.networks import DeterministicPolicy, EnsembleCritic, ensemble_member
 from jax_rl.transition import Transition
 
 
@@ -73,18 +50,16 @@ class Config(flax.struct.PyTreeNode):
     """TD3 hyperparameters. Shapes and the actor delay are static; the rest (the
     exploration schedule's length included) are traced."""
 
-    hidden_sizes: tuple[int, ...] = common.field(
-        (256, 256), "hidden layer sizes of the actor and of each critic", static=True
-    )
+    hidden_sizes: tuple[int, ...] = common.shared("hidden_sizes")
     layer_init: str = common.field(
         "pytorch", "layer initialisation: pytorch (uniform +-1/sqrt(fan_in)) or lecun", static=True
     )
     policy_freq: int = common.field(
         2, "critic updates per actor and target update (the 'delay')", static=True
     )
-    actor_lr: float = common.field(3e-4, "Adam learning rate of the actor")
-    critic_lr: float = common.field(3e-4, "Adam learning rate of the critics")
-    discount: float = common.field(0.99, "gamma, the per-step discount of future rewards")
+    actor_lr: float = common.shared("actor_lr")
+    critic_lr: float = common.shared("critic_lr")
+    discount: float = common.shared("discount")
     tau: float = common.field(0.005, "Polyak rate of the target networks")
     policy_noise: float = common.field(
         0.2, "std of the noise added to target actions (target policy smoothing)"
@@ -108,29 +83,20 @@ class Config(flax.struct.PyTreeNode):
         "exploration_noise] at every episode start (FastTD3's std_min; device pipeline)",
     )
     # The accelerator-scale recipe (the same fields as SAC's).
-    actor_hidden_sizes: tuple[int, ...] = common.field(
-        (), "hidden layer sizes of the actor (empty: hidden_sizes)", static=True
-    )
-    critic_hidden_sizes: tuple[int, ...] = common.field(
-        (), "hidden layer sizes of each critic (empty: hidden_sizes)", static=True
-    )
-    critic: str = common.field(
-        "scalar", "critic: scalar (published) or categorical (C51 distribution)", static=True
-    )
-    num_atoms: int = common.field(101, "atoms of the categorical critic", static=True)
-    v_min: float = common.field(-100.0, "lowest atom of the categorical critic")
-    v_max: float = common.field(100.0, "highest atom of the categorical critic")
-    weight_decay: float = common.field(0.0, "AdamW's decoupled weight decay (0: Adam)")
-    normalize_obs: bool = common.field(
-        False, "standardise observations with running statistics", static=True
-    )
+    actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")
+    critic_hidden_sizes: tuple[int, ...] = common.shared("critic_hidden_sizes")
+    critic: str = critics.critic_field()
+    num_critics: int = quantile.num_critics_field()
+    num_quantiles: int = quantile.num_quantiles_field()
+    quantiles_dropped: int = quantile.quantiles_dropped_field()
+    num_atoms: int = common.shared("num_atoms")
+    v_min: float = common.shared("v_min")
+    v_max: float = common.shared("v_max")
+    weight_decay: float = common.shared("weight_decay")
+    normalize_obs: bool = common.shared("normalize_obs")
     scale_rewards: bool = common.scale_rewards_field()
-    matmul_dtype: str = common.field(
-        "float32", "dtype of the matrix products: float32 or bf16", static=True
-    )
-    actor_obs_size: int = common.field(
-        0, "features of the observation the actor sees (0: all)", static=True, flag=False
-    )
+    matmul_dtype: str = common.shared("matmul_dtype")
+    actor_obs_size: int = common.shared("actor_obs_size")
     # Network families and CrossQ (the same fields as SAC's).
     actor_network: str = common.network_field("actor")
     critic_network: str = common.network_field("critic")
@@ -184,17 +150,8 @@ class Config(flax.struct.PyTreeNode):
         every = self.target_every
         if not isinstance(every, int) or isinstance(every, bool) or every < 0:
             raise ValueError(f"TD3 target_every must be an integer >= 0, got {every!r}")
-        if self.clip_values and (self.critic != "scalar" or self.crossq):
-            raise ValueError("TD3 clip_values takes the scalar critic with target networks "
-                             "(not categorical, not crossq)")  # fmt: skip
-        common.check_crossq_targets(self)
-        if self.hold_exploration and common.is_concrete_number(self.exploration_decay):
-            if self.exploration_decay <= 0:
-                raise ValueError(
-                    "TD3 hold_exploration anneals its exploration std over exploration_decay "
-                    "updates that sampled rewards that differ: give exploration_decay > 0 "
-                    "(without a schedule the first reward would end the exploration at once)"
-                )
+        critics.check(self)
+        exploration.check_schedule(self)
 
 
 class State(flax.struct.PyTreeNode):
@@ -222,7 +179,6 @@ def _networks(
     config: Config, action_size: int, train: bool = False
 ) -> tuple[DeterministicPolicy, EnsembleCritic]:
     """The actor and the critics; `train`: their BatchRenorm layers (crossq) in training mode."""
-    renorm: Renorm | None = common.renorm(config, train)
     actor = DeterministicPolicy(
         common.actor_sizes(config),
         action_size,
@@ -230,103 +186,34 @@ def _networks(
         matmul_dtype=config.matmul_dtype,
         network=config.actor_network,
         blocks=config.actor_blocks,
-        renorm=renorm,
+        renorm=common.renorm(config, train),
     )
-    critic = EnsembleCritic(
-        common.critic_sizes(config),
-        layer_init=config.layer_init,
-        num_atoms=common.num_atoms(config),
-        matmul_dtype=config.matmul_dtype,
-        network=config.critic_network,
-        blocks=config.critic_blocks,
-        renorm=renorm,
-    )
-    return actor, critic
+    return actor, critics.network(config, train)
 
 
 def _actor_variables(state: State) -> dict:
     return common.variables(state.actor_params, state.actor_stats)
 
 
-def _smoothed_next_action(
-    state: State, actor_params: Any, next_actor_obs: jax.Array, key: jax.Array
-) -> jax.Array:
-    """clip(pi(s') + clip(N(0, policy_noise), +-noise_clip), -1, 1) [B, A] (target policy
-    smoothing), pi with `actor_params` (variables) in evaluation mode."""
+def _next(state: State, next_obs: jax.Array, key: jax.Array) -> tuple[jax.Array, jax.Array, None]:
+    """What the critic recipe's target reads at s' (normalised): the critics' input, the
+    smoothed action a' = clip(pi_targ(s') + clip(N(0, policy_noise), +-noise_clip), -1, 1)
+    [B, A] (the actor itself where there is no target actor: crossq), and no entropy term.
+    With SALE both read the fixed target encoders."""
     cfg = state.config
     actor, _ = _networks(cfg, state.action_size)
-    noise = cfg.policy_noise * jax.random.normal(
-        key, next_actor_obs.shape[:-1] + (state.action_size,)
-    )
-    noise = jnp.clip(noise, -cfg.noise_clip, cfg.noise_clip)
-    return jnp.clip(actor.apply(actor_params, next_actor_obs) + noise, -1.0, 1.0)
-
-
-def _atoms(config: Config) -> jax.Array:
-    return categorical.support(config.v_min, config.v_max, config.num_atoms)
-
-
-def td_target(state: State, batch: Transition, key: jax.Array) -> jax.Array:
-    """The TD target with target policy smoothing and clipped double Q: y [B], or for a
-    categorical critic the projected target distribution [B, K]. batch is normalised.
-    With SALE the targets read the fixed target encoders; with clip_values the target
-    critics' value is clipped to `value_range`'s [low, high]."""
-    _, critic = _networks(state.config, state.action_size)
-    cfg = state.config
     _, encoder = sale.copies(state.encoders)
-    actor_obs, critic_obs = common.views(cfg, batch.next_obs)
+    actor_obs, critic_obs = common.views(cfg, next_obs)
     actor_in, zs = sale.actor_input(encoder, actor_obs)
-    next_action = _smoothed_next_action(state, state.target_actor_params, actor_in, key)
-    critic_in = sale.critic_input(encoder, critic_obs, next_action, zs)
-    next_out = critic.apply(state.target_critic_params, critic_in, next_action)
-    if cfg.critic == "categorical":
-        discount = cfg.discount * batch.discount
-        return categorical.target_distribution(next_out, _atoms(cfg), batch.reward, discount)
-    next_value = next_out.min(axis=0)
-    if state.value_range is not None:
-        next_value = jnp.clip(next_value, state.value_range[0], state.value_range[1])
-    return batch.reward + cfg.discount * batch.discount * next_value
+    params = state.target_actor_params
+    params = _actor_variables(state) if params is None else params
+    noise = cfg.policy_noise * jax.random.normal(key, actor_in.shape[:-1] + (state.action_size,))
+    noise = jnp.clip(noise, -cfg.noise_clip, cfg.noise_clip)
+    next_action = jnp.clip(actor.apply(params, actor_in) + noise, -1.0, 1.0)
+    return sale.critic_input(encoder, critic_obs, next_action, zs), next_action, None
 
 
-def critic_loss(
-    critic_params: Any, state: State, batch: Transition, target: jax.Array
-) -> tuple[jax.Array, jax.Array | None]:
-    """sum over critics of mean_B (Q_i(s, a) - y)^2, target y [B] (LAP: of the Huber loss,
-    `common.td_loss`); for a categorical critic their cross-entropies to the target
-    distribution [B, K]. target is a constant. Also returns the rows' new priorities
-    [B] with LAP, else None."""
-    cfg = state.config
-    _, critic = _networks(cfg, state.action_size)
-    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
-    out = critic.apply(critic_params, critic_in, batch.action)  # [E, B] or [E, B, K]
-    if cfg.critic == "categorical":
-        return categorical.cross_entropy(out, target), None
-    return common.td_loss(out, target, cfg, scale=1.0)
-
-
-def crossq_critic_loss(
-    critic_params: Any, state: State, batch: Transition, key: jax.Array
-) -> tuple[jax.Array, tuple[Any, jax.Array | None]]:
-    """CrossQ's: sum over critics of mean_B (Q_i(s, a) - y)^2, where Q(s, a) and Q(s', a')
-    [E, B] are the halves of one training-mode pass over the 2B rows [s | s'], [a | a']
-    and y [B] takes the second half without gradient (LAP: the Huber loss). Returns the
-    loss and (the critics' running statistics after the pass, the rows' new priorities
-    with LAP or None). batch is normalised."""
-    cfg = state.config
-    _, critic = _networks(cfg, state.action_size, train=True)
-    next_actor_obs, next_critic_obs = common.views(cfg, batch.next_obs)
-    next_action = _smoothed_next_action(state, _actor_variables(state), next_actor_obs, key)
-    _, critic_obs = common.views(cfg, batch.obs)
-    joint_obs = jnp.concatenate([critic_obs, next_critic_obs])  # [2B, O]
-    joint_action = jnp.concatenate([batch.action, next_action])  # [2B, A]
-    out, critic_stats = common.apply_train(
-        critic, critic_params, state.critic_stats, joint_obs, joint_action
-    )
-    q, next_q = jnp.split(out, 2, axis=1)  # [E, B] each
-    next_value = jax.lax.stop_gradient(next_q).min(axis=0)
-    target = batch.reward + cfg.discount * batch.discount * next_value
-    loss, priority = common.td_loss(q, target, cfg, scale=1.0)
-    return loss, (critic_stats, priority)
+SIDE = critics.Side(_next, scale=1.0)
 
 
 def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Array, Any]:
@@ -340,18 +227,10 @@ def actor_loss(actor_params: Any, state: State, obs: jax.Array) -> tuple[jax.Arr
     actor_in, zs = sale.actor_input(encoder, actor_obs)
     critic_variables = common.variables(state.critic_params, state.critic_stats)
     first_critic = ensemble_member(critic_variables, 0)
-    critic = Critic(
-        common.critic_sizes(cfg),
-        layer_init=cfg.layer_init,
-        num_atoms=common.num_atoms(cfg),
-        matmul_dtype=cfg.matmul_dtype,
-        network=cfg.critic_network,
-        blocks=cfg.critic_blocks,
-        renorm=common.renorm(cfg, train=False),
-    )
+    critic = critics.network(cfg, train=False, ensemble=False)
     action, actor_stats = common.apply_train(actor, actor_params, state.actor_stats, actor_in)
     out = critic.apply(first_critic, sale.critic_input(encoder, critic_obs, action, zs), action)
-    q = categorical.mean_value(out, _atoms(cfg)) if cfg.critic == "categorical" else out
+    q = critics.recipe(cfg).value(out, cfg)
     return -q.mean(), actor_stats
 
 
@@ -371,11 +250,12 @@ def init(
     critic_in = sale.critic_input(encoder, critic_obs, action, zs)
     actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_in))
     critic_params, critic_stats = common.split_variables(critic.init(critic_key, critic_in, action))
+    targets = critics.keeps_targets(config)
     return State(
         actor_params=actor_params,
         critic_params=critic_params,
-        target_actor_params=None if config.crossq else common.copy(actor_params),
-        target_critic_params=None if config.crossq else common.copy(critic_params),
+        target_actor_params=common.copy(actor_params) if targets else None,
+        target_critic_params=common.copy(critic_params) if targets else None,
         actor_stats=actor_stats,
         critic_stats=critic_stats,
         actor_opt_state=common.adam_init(actor_params),
@@ -385,7 +265,7 @@ def init(
         obs_stats=common.init_obs_stats(config, obs_size),
         reward_stats=common.init_reward_stats(config, num_envs),
         encoders=encoders,
-        value_range=_init_value_range() if config.clip_values else None,
+        value_range=scalar.init_value_range() if config.clip_values else None,
         reward_watch=exploration.init(config),
         config=common.as_traced(config),
         action_size=action_size,
@@ -434,56 +314,8 @@ observe = common.observe
 
 
 def exploration_std(state: State) -> jax.Array:
-    """The exploration std after `state.step` updates: exploration_noise, or with
-    exploration_decay > 0 a straight line from initial_exploration_noise at update 0 to
-    exploration_noise at update exploration_decay, flat after. With hold_exploration the
-    schedule counts only updates that sampled rewards that differ (so the std is
-    initial_exploration_noise until the first; `jax_rl.algos.exploration`)."""
-    cfg = state.config
-    decay = jnp.asarray(cfg.exploration_decay, jnp.float32)
-    clock = exploration.schedule_clock(state.reward_watch, state.step)
-    done = jnp.clip(clock / jnp.maximum(decay, 1.0), 0.0, 1.0)
-    scheduled = cfg.initial_exploration_noise + done * (
-        cfg.exploration_noise - cfg.initial_exploration_noise
-    )
-    return jnp.where(decay > 0, scheduled, cfg.exploration_noise)
-
-
-def _init_value_range() -> jax.Array:
-    """[clip low, clip high, lowest target seen, highest target seen]: the clip is [0, 0]
-    until the first target update, as published; nothing seen is +-float32 max (finite:
-    the loops' divergence watch reads every leaf of the state)."""
-    big = float(jnp.finfo(jnp.float32).max)
-    return jnp.array([0.0, 0.0, big, -big], jnp.float32)
-
-
-def _update_critic(
-    state: State, batch: Transition, key: jax.Array
-) -> tuple[State, jax.Array, jax.Array | None]:
-    """One critic step: (state, loss, the rows' new priorities with LAP or None)."""
-    cfg = state.config
-    if cfg.crossq:
-        (loss, (critic_stats, priority)), grads = jax.value_and_grad(
-            crossq_critic_loss, has_aux=True
-        )(state.critic_params, state, batch, key)
-        state = state.replace(critic_stats=critic_stats)
-    else:
-        target = td_target(state, batch, key)
-        (loss, priority), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            state.critic_params, state, batch, target
-        )
-        if state.value_range is not None:
-            seen = state.value_range
-            state = state.replace(value_range=seen.at[2].min(target.min()).at[3].max(target.max()))
-    params, opt_state = common.adam_step(
-        state.critic_params,
-        grads,
-        state.critic_opt_state,
-        cfg.critic_lr,
-        cfg.weight_decay,
-        cfg.adam_beta1,
-    )
-    return state.replace(critic_params=params, critic_opt_state=opt_state), loss, priority
+    """The exploration std after `state.step` updates (`exploration.scheduled_std`)."""
+    return exploration.scheduled_std(state.config, state.reward_watch, state.step)
 
 
 def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
@@ -501,35 +333,12 @@ def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
     state = state.replace(
         actor_params=params, actor_opt_state=opt_state, actor_stats=actor_stats, actor_loss=loss
     )
-    if state.config.crossq or state.config.target_every > 0:  # none, or hard copies
-        return state
-    tau = state.config.tau
-    return _targets_updated(
-        state.replace(
-            target_actor_params=polyak_update(state.target_actor_params, params, tau),
-            target_critic_params=polyak_update(
-                state.target_critic_params, state.critic_params, tau
-            ),
-        )
-    )
+    if not critics.keeps_targets(state.config) or state.config.target_every > 0:
+        return state  # none, or hard copies (`update`)
+    return targets.polyak(state, NETS)
 
 
-def _targets_updated(state: State) -> State:
-    """What follows every target update: the value clip takes the range seen so far."""
-    if state.value_range is None:
-        return state
-    seen = state.value_range
-    return state.replace(value_range=seen.at[:2].set(seen[2:]))
-
-
-def _copy_targets(state: State) -> State:
-    """target_every > 0: the targets become copies of actor and critics."""
-    return _targets_updated(
-        state.replace(
-            target_actor_params=common.copy(state.actor_params),
-            target_critic_params=common.copy(state.critic_params),
-        )
-    )
+NETS = ("actor", "critic")  # the nets with targets
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
@@ -548,7 +357,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
         encoders = sale.update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
         state = state.replace(encoders=encoders)
-    state, loss, priority = _update_critic(state, batch, key)
+    state, loss, priority = critics.update(SIDE, state, batch, key)
     state = state.replace(step=state.step + 1)
     state = jax.lax.cond(
         state.step % cfg.policy_freq == 0,
@@ -558,7 +367,8 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         batch.obs,
     )
     if cfg.target_every > 0:
-        state = jax.lax.cond(state.step % cfg.target_every == 0, _copy_targets, lambda s: s, state)
+        copy = functools.partial(targets.copy, nets=NETS)
+        state = jax.lax.cond(state.step % cfg.target_every == 0, copy, lambda s: s, state)
     metrics = {
         "loss/critic": loss,
         "loss/actor": state.actor_loss,

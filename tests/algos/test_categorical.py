@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl.algos import categorical, sac, td3
+from jax_rl.algos import sac, td3
+from jax_rl.algos.critics import categorical
 
 from .test_td3 import batch as _batch  # the hand-computed tests' batch
 
@@ -90,7 +91,7 @@ def test_categorical_learner_loss_is_the_cross_entropy_to_its_target(algo):
     config = algo.Config(hidden_sizes=(8,), critic="categorical", num_atoms=11, v_min=-5.0)
     state = algo.init(jax.random.key(0), 2, 1, config.replace(v_max=5.0))
     batch, key = _batch(), jax.random.key(1)
-    target = algo.td_target(state, batch, key)
+    target = categorical.target(algo.SIDE, state, batch, key)
     assert target.shape == (3, 11)
     np.testing.assert_allclose(target.sum(axis=1), 1.0, rtol=1e-5)
     # The terminal transition (index 1) puts all its mass on the atom at r = 0.
@@ -98,7 +99,7 @@ def test_categorical_learner_loss_is_the_cross_entropy_to_its_target(algo):
     _, critic = algo._networks(state.config, 1)
     logits = critic.apply(state.critic_params, batch.obs, batch.action)
     expected = -(np.asarray(target)[None] * np.asarray(jax.nn.log_softmax(logits))).sum(-1)
-    loss, _ = algo.critic_loss(state.critic_params, state, batch, target)
+    loss, _ = categorical.loss(state.critic_params, algo.SIDE, state, batch, target)
     np.testing.assert_allclose(loss, expected.mean(axis=1).sum(), rtol=1e-5)
 
 
@@ -108,7 +109,7 @@ def test_categorical_learner_loss_is_the_cross_entropy_to_its_target(algo):
         (dict(critic="categorical", num_atoms=1), "num_atoms must be an integer >= 2"),
         (dict(v_min=1.0, v_max=1.0), "v_min must be below v_max"),
         (dict(v_min=float("nan")), "must be finite"),
-        (dict(critic="quantile"), "critic must be one of scalar, categorical"),
+        (dict(critic="distributional"), "critic must be one of scalar, categorical, crossq"),
         (dict(critic_hidden_sizes=(0,)), "critic_hidden_sizes must be positive"),
         (dict(matmul_dtype="fp8"), "matmul_dtype must be one of float32, bf16"),
         (dict(weight_decay=-0.1), "weight_decay must be >= 0"),

@@ -8,6 +8,7 @@ import pytest
 
 from jax_rl import networks
 from jax_rl.algos import mpo, sac, td3
+from jax_rl.algos.critics import crossq
 from jax_rl.transition import Transition
 
 B, OBS, A = 8, 3, 2
@@ -56,8 +57,8 @@ def test_crossq_critic_sees_the_concatenated_batch_in_one_training_pass(name):
         return next_fun(*args, **kwargs)
 
     with nn.intercept_methods(record):
-        loss, (stats, priority) = algo.crossq_critic_loss(
-            state.critic_params, state, batch(), jax.random.key(1)
+        loss, (stats, priority) = crossq.loss(
+            state.critic_params, algo.SIDE, state, batch(), jax.random.key(1)
         )
     assert priority is None  # uniform replay: no priorities
     assert calls == [((2 * B, OBS), True)]

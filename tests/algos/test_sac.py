@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from jax_rl.algos import sac
+from jax_rl.algos.critics import scalar
 from jax_rl.transition import Transition
 
 from .hand_networks import (
@@ -55,7 +56,7 @@ def test_soft_td_target_by_hand():
     a_next, log_prob = hand_sample(key, 3)
     soft_v = critic_values(W_T, C_T, a_next).min(axis=0) - ALPHA * log_prob
     expected = np.array([1.0, 0.0, -2.0]) + 0.99 * np.array([1.0, 0.0, 1.0]) * soft_v
-    np.testing.assert_allclose(sac.td_target(state, b, key), expected, rtol=1e-5)
+    np.testing.assert_allclose(scalar.target(sac.SIDE, state, b, key), expected, rtol=1e-5)
 
 
 def test_critic_loss_by_hand():
@@ -63,8 +64,8 @@ def test_critic_loss_by_hand():
     target = np.array([1.0, 2.0, 3.0])
     q = critic_values(W, C, np.asarray(b.action))
     expected = 0.5 * ((q - target) ** 2).mean(axis=1).sum()
-    loss, priority = sac.critic_loss(
-        state.critic_params, state, b, jnp.asarray(target, jnp.float32)
+    loss, priority = scalar.loss(
+        state.critic_params, sac.SIDE, state, b, jnp.asarray(target, jnp.float32)
     )
     np.testing.assert_allclose(loss, expected, rtol=1e-6)
     assert priority is None  # uniform replay: no priorities

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from jax_rl.algos import td3
+from jax_rl.algos.critics import scalar
 from jax_rl.transition import Transition
 
 from .hand_networks import (
@@ -47,7 +48,7 @@ def test_td_target_by_hand():
     next_action = np.clip(np.tanh(B_TARGET_ACTOR) + noise, -1, 1)
     next_q = critic_values(W_T, C_T, next_action).min(axis=0)
     expected = np.array([1.0, 0.0, -2.0]) + 0.99 * np.array([1.0, 0.0, 1.0]) * next_q
-    np.testing.assert_allclose(td3.td_target(state, b, key), expected, rtol=1e-5)
+    np.testing.assert_allclose(scalar.target(td3.SIDE, state, b, key), expected, rtol=1e-5)
 
 
 def test_target_noise_is_clipped():
@@ -56,8 +57,11 @@ def test_target_noise_is_clipped():
     b = batch()
     # Critic targets are linear in the action for member 1 (w=1): recover a'.
     y = np.asarray(
-        td3.td_target(
-            state.replace(target_critic_params=critic_params([1.0, 1.0], [0.0, 0.0])), b, key
+        scalar.target(
+            td3.SIDE,
+            state.replace(target_critic_params=critic_params([1.0, 1.0], [0.0, 0.0])),
+            b,
+            key,
         )
     )
     a_next = (y - np.asarray(b.reward)) / np.where(np.asarray(b.discount) > 0, 0.99, np.nan) - 2.0
@@ -70,7 +74,7 @@ def test_critic_loss_by_hand():
     target = jnp.array([1.0, 2.0, 3.0])
     q = critic_values(W, C, np.asarray(b.action))
     expected = ((q - np.array([1.0, 2.0, 3.0])) ** 2).mean(axis=1).sum()
-    loss, priority = td3.critic_loss(state.critic_params, state, b, target)
+    loss, priority = scalar.loss(state.critic_params, td3.SIDE, state, b, target)
     np.testing.assert_allclose(loss, expected, rtol=1e-6)
     assert priority is None  # uniform replay: no priorities
 

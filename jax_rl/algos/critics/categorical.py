@@ -1,4 +1,4 @@
-"""The categorical (C51) critic of TD3 and SAC (`critic = "categorical"`).
+"""The categorical (C51) critic recipe of TD3 and SAC (`critic = "categorical"`).
 
 Shapes: B batch, E critics in the ensemble, K atoms.
 
@@ -27,10 +27,18 @@ scatters, and fused by XLA into one reduction.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
-CRITICS = ("scalar", "categorical")
+from jax_rl.algos import sale
+from jax_rl.algos.critics import base
+from jax_rl.transition import Transition
+
+KEEPS_TARGETS = True
+TD_ERRORS = False
 
 
 def support(v_min: jax.Array, v_max: jax.Array, num_atoms: int) -> jax.Array:
@@ -84,3 +92,48 @@ def cross_entropy(logits: jax.Array, target: jax.Array) -> jax.Array:
     target m [B, K] (a constant)."""
     log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -(target[None] * log_probs).sum(axis=-1).mean(axis=1).sum()
+
+
+# --- The recipe (`jax_rl.algos.critics`) ---------------------------------------------
+
+
+def check(config: Any, name: str) -> None:
+    """The atoms are checked for every critic (`common.check_recipe`); nothing more here."""
+
+
+def atoms(config: Any) -> jax.Array:
+    return support(config.v_min, config.v_max, config.num_atoms)
+
+
+def value(out: jax.Array, config: Any) -> jax.Array:
+    return mean_value(out, atoms(config))
+
+
+def target(side: base.Side, state: Any, batch: Transition, key: jax.Array) -> jax.Array:
+    """The projected target distribution m [B, K]; batch is normalised."""
+    cfg = state.config
+    next_in, next_action, shift = side.next(state, batch.next_obs, key)
+    next_out = base.network(cfg).apply(state.target_critic_params, next_in, next_action)
+    discount = cfg.discount * batch.discount
+    shift = 0.0 if shift is None else shift
+    return target_distribution(next_out, atoms(cfg), batch.reward, discount, shift=shift)
+
+
+def loss(
+    critic_params: Any, side: base.Side, state: Any, batch: Transition, target: jax.Array
+) -> tuple[jax.Array, None]:
+    """The critics' cross-entropies to the target distribution m [B, K] (a constant)."""
+    cfg = state.config
+    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
+    out = base.network(cfg).apply(critic_params, critic_in, batch.action)  # [E, B, K]
+    return cross_entropy(out, target), None
+
+
+def train(
+    side: base.Side, state: Any, batch: Transition, key: jax.Array
+) -> tuple[jax.Array, Any, None, dict[str, Any]]:
+    m = target(side, state, batch, key)
+    grad = jax.value_and_grad(functools.partial(loss, side=side, state=state, batch=batch,
+                                                target=m), has_aux=True)  # fmt: skip
+    (value_loss, _), grads = grad(state.critic_params)
+    return value_loss, grads, None, {}
