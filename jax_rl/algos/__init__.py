@@ -2,8 +2,7 @@
 `update`.
 
     init(key, obs_size, action_size, config, num_envs=1) -> State
-    act(state, obs [B, O], key, deterministic, noise=None, episode_draw=None)
-        -> action [B, A] in [-1, 1]
+    act(state, obs [B, O], key, deterministic, noise=None) -> action [B, A] in [-1, 1]
     observe(state, transition: Transition [E]) -> State
         (one collection step of the E environments: running statistics)
     update(state, batch: Transition, key) -> (state, metrics: dict[str, scalar])
@@ -12,6 +11,10 @@
 Observations reach every function raw: a learner with `normalize_obs` standardises
 them itself with the statistics `observe` keeps in its state, and with
 `scale_rewards` it divides sampled rewards by the scale those statistics give.
+
+A learner that explores with a draw per environment and episode (TD3's FastTD3 noise)
+sets `DRAWS_PER_EPISODE = True`, and its `act` takes `episode_draw` [B] too (uniform in
+[0, 1), renewed by the device loop at each episode start; `draws_per_episode`).
 
 A module may also set `CPU_COMPILER_OPTIONS`, XLA options its update compiles with
 on a CPU (see `compiler_options`).
@@ -44,6 +47,11 @@ def get(name: str) -> ModuleType:
             f"policy {name} is not available yet; available: {', '.join(sorted(ALGORITHMS))}"
         )
     raise UnknownPolicyError(f"unknown policy {name!r}; choose from {', '.join(POLICY_CHOICES)}")
+
+
+def draws_per_episode(algo: ModuleType) -> bool:
+    """Whether `algo.act` takes a per-environment, per-episode draw (`episode_draw`)."""
+    return bool(getattr(algo, "DRAWS_PER_EPISODE", False))
 
 
 def compiler_options(algo: ModuleType) -> dict[str, str] | None:

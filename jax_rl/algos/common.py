@@ -121,12 +121,14 @@ def adam_step(
     learning_rate: ArrayLike,
     weight_decay: ArrayLike = 0.0,
     beta1: float = ADAM_BETA1,
+    project: bool = False,
 ) -> tuple[Any, optax.OptState]:
     """One Adam step (betas beta1 and 0.999, 0.9 by default; eps 1e-8) with a traced
     learning rate; beta1 is a Python float (a static config field). With weight_decay > 0
     AdamW's decoupled decay (Loshchilov and Hutter, 2019): p <- p - lr * (adam_update +
-    weight_decay * p), on every parameter. SimbaV2's weights are then projected back onto
-    the unit sphere (`networks.project`, the identity on every other family)."""
+    weight_decay * p), on every parameter. With `project` (a learner with a simbav2
+    network, `on_sphere`) SimbaV2's weights are then put back on the unit sphere
+    (`networks.project`)."""
     from jax_rl import networks
 
     adam = _ADAM if beta1 == ADAM_BETA1 else optax.scale_by_adam(b1=beta1)
@@ -134,7 +136,24 @@ def adam_step(
     params = jax.tree_util.tree_map(
         lambda p, u: p - learning_rate * (u + weight_decay * p), params, updates
     )
-    return networks.project(params), opt_state
+    return (networks.project(params) if project else params), opt_state
+
+
+def on_sphere(config: Any) -> bool:
+    """Whether a learner's networks include SimbaV2's (whose weights live on the sphere)."""
+    families = (getattr(config, "actor_network", "mlp"), getattr(config, "critic_network", "mlp"))
+    return "simbav2" in families
+
+
+def network_step(
+    params: Any, grads: Any, opt_state: optax.OptState, learning_rate: ArrayLike, config: Any
+) -> tuple[Any, optax.OptState]:
+    """One step of a TD3 or SAC network: `adam_step` with the config's weight_decay and
+    adam_beta1, and SimbaV2's projection where the learner has a simbav2 network."""
+    return adam_step(
+        params, grads, opt_state, learning_rate, config.weight_decay, config.adam_beta1,
+        project=on_sphere(config),
+    )  # fmt: skip
 
 
 # --- The accelerator-scale recipe: fields TD3 and SAC share --------------------------

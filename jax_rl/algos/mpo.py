@@ -464,11 +464,9 @@ def act(
     key: jax.Array,
     deterministic: bool,
     noise: jax.Array | None = None,
-    episode_draw: jax.Array | None = None,
 ) -> jax.Array:
     """obs [B, O] (raw) -> the mean if deterministic, else a Gaussian sample, clipped to
-    [-1, 1] (its standard-normal draw from `key`, or `noise` [B, A] where given).
-    `episode_draw` (a per-environment draw some learners explore with) is unused."""
+    [-1, 1] (its standard-normal draw from `key`, or `noise` [B, A] where given)."""
     actor, _ = _networks(state)
     mean, log_std = actor.apply(state.actor_params, normalization.normalize(state.obs_stats, obs))
     if deterministic:
@@ -510,8 +508,9 @@ def _update_critic(state: State, batch: Transition, key: jax.Array) -> tuple[Sta
     target = batch.reward + state.config.discount * batch.discount * next_q.mean(axis=1)
     loss, grads = jax.value_and_grad(critic_loss)(state.critic_params, state, batch, target)
     params, opt_state = common.adam_step(
-        state.critic_params, grads, state.critic_opt_state, state.config.critic_lr
-    )
+        state.critic_params, grads, state.critic_opt_state, state.config.critic_lr,
+        project=common.on_sphere(state.config),
+    )  # fmt: skip
     return state.replace(critic_params=params, critic_opt_state=opt_state), loss
 
 
@@ -546,8 +545,9 @@ def _update_policy(state: State, obs: jax.Array, key: jax.Array) -> tuple[State,
         state.actor_params, alpha, state, obs, u, weights, target_mean, target_std
     )
     actor_params, actor_opt_state = common.adam_step(
-        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr
-    )
+        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr,
+        project=common.on_sphere(state.config),
+    )  # fmt: skip
     dual_grads = jax.grad(alpha_loss)(state.alpha_params, kl, state.config)
     alpha_params, alpha_opt_state = common.adam_step(
         state.alpha_params, dual_grads, state.alpha_opt_state, state.config.dual_lr

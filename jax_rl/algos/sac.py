@@ -257,11 +257,9 @@ def act(
     key: jax.Array,
     deterministic: bool,
     noise: jax.Array | None = None,
-    episode_draw: jax.Array | None = None,
 ) -> jax.Array:
     """obs [B, O] (raw) -> action [B, A]: tanh(mean) if deterministic, else a sample
-    (its standard-normal draw from `key`, or `noise` [B, A] where given).
-    `episode_draw` (a per-environment draw some learners explore with) is unused."""
+    (its standard-normal draw from `key`, or `noise` [B, A] where given)."""
     actor, _ = _networks(state.config, state.action_size)
     actor_obs, _ = common.views(state.config, normalization.normalize(state.obs_stats, obs))
     fixed, _ = sale.copies(state.encoders)
@@ -284,13 +282,8 @@ def _update_actor(
     (loss, (log_prob, actor_stats)), grads = jax.value_and_grad(actor_loss, has_aux=True)(
         state.actor_params, state, obs, key
     )
-    params, opt_state = common.adam_step(
-        state.actor_params,
-        grads,
-        state.actor_opt_state,
-        state.config.actor_lr,
-        state.config.weight_decay,
-        state.config.adam_beta1,
+    params, opt_state = common.network_step(
+        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr, state.config
     )
     state = state.replace(actor_params=params, actor_opt_state=opt_state, actor_stats=actor_stats)
     return state, loss, log_prob

@@ -311,6 +311,7 @@ def act(
 
 
 observe = common.observe
+DRAWS_PER_EPISODE = True  # act takes episode_draw (`jax_rl.algos`)
 
 
 def exploration_std(state: State) -> jax.Array:
@@ -322,13 +323,8 @@ def _update_actor_and_targets(state: State, obs: jax.Array) -> State:
     (loss, actor_stats), grads = jax.value_and_grad(actor_loss, has_aux=True)(
         state.actor_params, state, obs
     )
-    params, opt_state = common.adam_step(
-        state.actor_params,
-        grads,
-        state.actor_opt_state,
-        state.config.actor_lr,
-        state.config.weight_decay,
-        state.config.adam_beta1,
+    params, opt_state = common.network_step(
+        state.actor_params, grads, state.actor_opt_state, state.config.actor_lr, state.config
     )
     state = state.replace(
         actor_params=params, actor_opt_state=opt_state, actor_stats=actor_stats, actor_loss=loss

@@ -410,13 +410,9 @@ def make_pipeline(algo: ModuleType, env: BraxEnv, config: DeviceLoopConfig) -> P
 
     def train_iteration(carry: Carry, _: None) -> tuple[Carry, None]:
         key, act_key, uniform_key, draw_key, update_key = jax.random.split(carry.key, 5)
-        explore = algo.act(
-            carry.agent,
-            carry.env.obs,
-            act_key,
-            deterministic=False,
-            episode_draw=carry.episode_draw,
-        )
+        # The per-episode draw reaches only a learner that explores with it (TD3's).
+        draw = {"episode_draw": carry.episode_draw} if algos.draws_per_episode(algo) else {}
+        explore = algo.act(carry.agent, carry.env.obs, act_key, deterministic=False, **draw)
         uniform = jax.random.uniform(uniform_key, explore.shape, minval=-1.0, maxval=1.0)
         action = jnp.where(carry.replay.size < prefill, uniform, explore)
         carry = _collect(algo, carry.replace(key=key), env, action, draw_key)

@@ -81,8 +81,7 @@ def update(side: Side, state: Any, batch: Any, key: jax.Array) -> tuple[Any, jax
     cfg = state.config
     loss, grads, priority, changes = recipe(cfg).train(side, state, batch, key)
     state = state.replace(**changes)
-    params, opt_state = common.adam_step(
-        state.critic_params, grads, state.critic_opt_state, cfg.critic_lr, cfg.weight_decay,
-        cfg.adam_beta1,
-    )  # fmt: skip
+    params, opt_state = common.network_step(
+        state.critic_params, grads, state.critic_opt_state, cfg.critic_lr, cfg
+    )
     return state.replace(critic_params=params, critic_opt_state=opt_state), loss, priority
