@@ -156,15 +156,20 @@ def run(policy: str, config: Any) -> dict[str, Any]:
 
 
 def processor() -> str:
-    """The processor the fingerprints were made on (model name and vector width)."""
+    """The processor the fingerprints were made on: its model, family and a hash of its
+    feature flags (what XLA's CPU code generation follows), and the JAX version."""
     try:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
         return platform.processor()
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                  if line.startswith("model name")), platform.processor())  # fmt: skip
-    width = "avx512" if " avx512f" in info else "avx2" if " avx2" in info else "other"
-    return f"{model} ({width}; jax {jax.__version__})"
+    fields = {}
+    for line in info.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())  # the first processor's
+    flags = hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:12]
+    model = fields.get("model name", platform.processor())
+    family = f"family {fields.get('cpu family', '?')} model {fields.get('model', '?')}"
+    return f"{model} ({family}; flags {flags}; jax {jax.__version__})"
 
 
 def all_fingerprints() -> dict[str, dict[str, Any]]:
