@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 
-from jax_rl.algos import common
+from jax_rl.algos import common, sale
 from jax_rl.networks import Critic, EnsembleCritic
 
 
@@ -69,3 +70,22 @@ def outputs(config: Any) -> int:
     if recipe == "categorical":
         return int(config.num_atoms)
     return int(config.num_quantiles) if recipe == "quantile" else 0
+
+
+def online(critic_params: Any, state: Any, batch: Any) -> jax.Array:
+    """The critics' output at (s, a) [E, B(, K)] (normalised; SALE: the fixed encoders)."""
+    cfg = state.config
+    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
+    return network(cfg).apply(critic_params, critic_in, batch.action)
+
+
+def fit(
+    loss: Callable[..., Any], side: Side, state: Any, batch: Any, target: jax.Array
+) -> tuple[jax.Array, Any, Any]:
+    """(value, aux, gradient with respect to state.critic_params) of a recipe's
+    loss(critic_params, side, state, batch, target) -> (value, aux); target a constant."""
+    grad = jax.value_and_grad(
+        functools.partial(loss, side=side, state=state, batch=batch, target=target), has_aux=True
+    )
+    (value, aux), grads = grad(state.critic_params)
+    return value, aux, grads

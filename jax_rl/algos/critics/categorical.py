@@ -27,13 +27,11 @@ scatters, and fused by XLA into one reduction.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jax_rl.algos import sale
 from jax_rl.algos.critics import base
 from jax_rl.transition import Transition
 
@@ -123,17 +121,12 @@ def loss(
     critic_params: Any, side: base.Side, state: Any, batch: Transition, target: jax.Array
 ) -> tuple[jax.Array, None]:
     """The critics' cross-entropies to the target distribution m [B, K] (a constant)."""
-    cfg = state.config
-    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
-    out = base.network(cfg).apply(critic_params, critic_in, batch.action)  # [E, B, K]
-    return cross_entropy(out, target), None
+    return cross_entropy(base.online(critic_params, state, batch), target), None  # [E, B, K]
 
 
 def train(
     side: base.Side, state: Any, batch: Transition, key: jax.Array
 ) -> tuple[jax.Array, Any, None, dict[str, Any]]:
     m = target(side, state, batch, key)
-    grad = jax.value_and_grad(functools.partial(loss, side=side, state=state, batch=batch,
-                                                target=m), has_aux=True)  # fmt: skip
-    (value_loss, _), grads = grad(state.critic_params)
+    value_loss, _, grads = base.fit(loss, side, state, batch, m)
     return value_loss, grads, None, {}

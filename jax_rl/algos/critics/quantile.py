@@ -17,13 +17,12 @@ TD3 reads its first critic's mean quantile, as it reads its first scalar critic.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jax_rl.algos import common, sale
+from jax_rl.algos import common
 from jax_rl.algos.critics import base
 from jax_rl.transition import Transition
 
@@ -103,17 +102,12 @@ def quantile_huber(quantiles: jax.Array, target: jax.Array) -> jax.Array:
 def loss(
     critic_params: Any, side: base.Side, state: Any, batch: Transition, target: jax.Array
 ) -> tuple[jax.Array, None]:
-    cfg = state.config
-    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
-    out = base.network(cfg).apply(critic_params, critic_in, batch.action)  # [N, B, M]
-    return quantile_huber(out, target), None
+    return quantile_huber(base.online(critic_params, state, batch), target), None  # [N, B, M]
 
 
 def train(
     side: base.Side, state: Any, batch: Transition, key: jax.Array
 ) -> tuple[jax.Array, Any, None, dict[str, Any]]:
     y = target(side, state, batch, key)
-    grad = jax.value_and_grad(functools.partial(loss, side=side, state=state, batch=batch,
-                                                target=y), has_aux=True)  # fmt: skip
-    (value_loss, _), grads = grad(state.critic_params)
+    value_loss, _, grads = base.fit(loss, side, state, batch, y)
     return value_loss, grads, None, {}

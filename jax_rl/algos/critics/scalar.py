@@ -13,13 +13,12 @@ calls `after_target_update`.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jax_rl.algos import common, sale
+from jax_rl.algos import common
 from jax_rl.algos.critics import base
 from jax_rl.transition import Transition
 
@@ -55,19 +54,15 @@ def loss(
 ) -> tuple[jax.Array, jax.Array | None]:
     """scale * sum_i mean_B (Q_i(s, a) - y)^2 (LAP: Huber) and the rows' new priorities
     with LAP (else None); target y [B] is a constant."""
-    cfg = state.config
-    critic_in = sale.critic_view(sale.copies(state.encoders)[0], cfg, batch.obs, batch.action)
-    out = base.network(cfg).apply(critic_params, critic_in, batch.action)  # [E, B]
-    return common.td_loss(out, target, cfg, scale=side.scale)
+    out = base.online(critic_params, state, batch)  # [E, B]
+    return common.td_loss(out, target, state.config, scale=side.scale)
 
 
 def train(
     side: base.Side, state: Any, batch: Transition, key: jax.Array
 ) -> tuple[jax.Array, Any, jax.Array | None, dict[str, Any]]:
     y = target(side, state, batch, key)
-    grad = jax.value_and_grad(functools.partial(loss, side=side, state=state, batch=batch,
-                                                target=y), has_aux=True)  # fmt: skip
-    (value_loss, priority), grads = grad(state.critic_params)
+    value_loss, priority, grads = base.fit(loss, side, state, batch, y)
     changes = {}
     value_range = getattr(state, "value_range", None)
     if value_range is not None:
