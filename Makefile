@@ -30,23 +30,23 @@ lint: init
 # device loop), resumed each time, must end bitwise equal to the run left alone; writes
 # docs/benchmarks/chaos.md (about 20 minutes on 2 cores; nothing else running).
 chaos: init
-	$(BIN)/python -m jax_rl.chaos
+	$(BIN)/python -m jax_rl.tools.chaos
 
 # SAC on the host loop for 1M steps, resident memory and s / 1000 steps every 50k; writes
 # docs/benchmarks/soak.md (2.4 hours on one core of this machine with SAC's dm_control entry
 # before CrossQ; about 4 with CrossQ, its entry since commit 0790e78; nothing else running).
 soak: init
-	$(BIN)/python -m jax_rl.soak
+	$(BIN)/python -m jax_rl.tools.soak
 
 # Seconds per 1000 training steps per learner; writes docs/benchmarks/.
 bench: init
-	$(BIN)/python -m jax_rl.benchmark
+	$(BIN)/python -m jax_rl.tools.benchmark
 
 # Optional: the same measurement for Stable-Baselines3 and SBX (not in CI). The peers
 # live in their own venv so that the locked one stays as CI installs it.
 PEERS_VENV := .venv-peers
 bench-peers: $(PEERS_VENV)/bin/peers-done
-	$(PEERS_VENV)/bin/python -m jax_rl.bench_peers
+	$(PEERS_VENV)/bin/python -m jax_rl.tools.bench_peers
 
 $(PEERS_VENV)/bin/peers-done: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(PEERS_VENV)
@@ -57,13 +57,13 @@ $(PEERS_VENV)/bin/peers-done: requirements.lock pyproject.toml
 
 # Populations on the Brax pipeline: SAC with N = 1, 4, 16 agents in one vmapped program.
 bench-population: init
-	$(BIN)/python -m jax_rl.benchmark --policies SAC --population 1,4,16
+	$(BIN)/python -m jax_rl.tools.benchmark --policies SAC --population 1,4,16
 
 # The device pipeline on MuJoCo Playground tasks beside the host loop on the same tasks.
 bench-playground: init
-	$(BIN)/python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun
+	$(BIN)/python -m jax_rl.tools.benchmark --playground CartpoleSwingup,CheetahRun
 
-# The GPU check (jax_rl/gpu_check.py): speed at the CPU recipe and at the `fast` preset,
+# The GPU check (jax_rl/tools/gpu_check.py): speed at the CPU recipe and at the `fast` preset,
 # populations of 1/16/64 and TD3 `fast` return against wall-clock time on HumanoidWalk and
 # CheetahRun; writes docs/benchmarks/gpu_<device>/ and docs/results/fast_preset/gpu_<device>/.
 # Needs JAX with its CUDA plugin in the venv (pip install -e ".[cuda12]"); about 15 minutes
@@ -75,15 +75,15 @@ bench-playground: init
 # persist in .jax_cache/, so a second command on the same machine skips compiling.
 GPU_CHECK_FLAGS ?=
 gpu-check: init
-	$(BIN)/python -m jax_rl.gpu_check $(GPU_CHECK_FLAGS)
+	$(BIN)/python -m jax_rl.tools.gpu_check $(GPU_CHECK_FLAGS)
 
 # TD3 and SAC with CrossQ and SimBa critics, at CPU and published widths (writes
 # docs/benchmarks/critics.md; about 40 minutes on 2 cores, most of it the published SimBa).
 bench-critics: init
-	$(BIN)/python -m jax_rl.benchmark --critics --policies TD3,SAC
+	$(BIN)/python -m jax_rl.tools.benchmark --critics --policies TD3,SAC
 
 bench-quick: init
-	$(BIN)/python -m jax_rl.benchmark --quick
+	$(BIN)/python -m jax_rl.tools.benchmark --quick
 
 # The standard DM Control table (docs/results/dmc100k.md): 6 tasks x TD3, SAC, MPO x 3
 # seeds, 100k steps, with the presets; a TD3 or SAC cell (CrossQ) takes 55-100 min and an MPO
@@ -97,18 +97,18 @@ bench-quick: init
 RESULTS_RUNS ?= runs/results
 RESULTS_FLAGS ?=
 results: init
-	$(BIN)/python -m jax_rl.results --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+	$(BIN)/python -m jax_rl.tools.results --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # Gymnasium's HalfCheetah, Hopper, Humanoid, Walker2d and Ant (v5) x SAC, TD3 x 3 seeds at 200k steps
 # (docs/results/gym200k.md), beside Tianshou's published figures; resumable like `results`.
 gym-results: init
-	$(BIN)/python -m jax_rl.results --suite gym --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+	$(BIN)/python -m jax_rl.tools.results --suite gym --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # The same six tasks on MuJoCo Playground (MJX) on the device pipeline
 # (docs/results/playground100k.md), TD3/SAC/MPO x 3 seeds, 100k steps; resumable like
 # `results`. On a GPU: RESULTS_FLAGS="--seeds 5 --steps 500000" for the longer table.
 playground-results: init
-	$(BIN)/python -m jax_rl.results --suite playground --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+	$(BIN)/python -m jax_rl.tools.results --suite playground --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # All 28 of dm_control's state tasks x TD3, SAC x 3 seeds at 100k frames (docs/results/dmc28.md),
 # beside MR.Q, SimbaV2 and BRO, with each cell's wall time and updates and the mean over the 28;
@@ -116,7 +116,7 @@ playground-results: init
 # at 100k frames takes roughly 30-110 minutes, dog and humanoid more: many hours; run it
 # across sittings (RESULTS_FLAGS="--tasks ..." narrows one).
 dmc-suite: init
-	$(BIN)/python -m jax_rl.results --suite dmc28 --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
+	$(BIN)/python -m jax_rl.tools.results --suite dmc28 --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 
 # The closing figures of the foundation issue: 3 seeds x TD3, SAC on cartpole-swingup, 100k steps,
 # with the published defaults (no preset).
@@ -152,7 +152,7 @@ td3-returns: init
 	done
 
 plot: init
-	$(BIN)/python -m jax_rl.plot docs/results/cartpole_swingup --out docs/results/cartpole_swingup.png --band range \
+	$(BIN)/python -m jax_rl.watch.plot docs/results/cartpole_swingup --out docs/results/cartpole_swingup.png --band range \
 	  --title "dm_control cartpole-swingup"
 
 # The device pipeline's default run (halfcheetah, positional backend), 3 seeds x TD3, SAC.
@@ -165,7 +165,7 @@ brax-returns: init
 	$(MAKE) brax-plot
 
 brax-plot: init
-	$(BIN)/python -m jax_rl.plot docs/results/brax_halfcheetah --out docs/results/brax_halfcheetah.png --band range \
+	$(BIN)/python -m jax_rl.watch.plot docs/results/brax_halfcheetah --out docs/results/brax_halfcheetah.png --band range \
 	  --title "Brax halfcheetah (positional), device pipeline"
 
 # Five seeds of each learner in one vmapped run each, on the default Brax environment.
@@ -178,7 +178,7 @@ brax-seeds: init
 	$(MAKE) brax-seeds-plot
 
 brax-seeds-plot: init
-	$(BIN)/python -m jax_rl.plot docs/results/brax_halfcheetah_5seeds \
+	$(BIN)/python -m jax_rl.watch.plot docs/results/brax_halfcheetah_5seeds \
 	  --out docs/results/brax_halfcheetah_5seeds.png \
 	  --title "Brax halfcheetah (positional), 5 seeds per learner in one vmapped run"
 

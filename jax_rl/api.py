@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jax_rl.saved import ENTRY_POINTS
+from jax_rl.run.saved import ENTRY_POINTS
 
-# Task prefix -> (entry point module, its Backend class): the table `jax_rl.saved` opens
+# Task prefix -> (entry point module, its Backend class): the table `jax_rl.run.saved` opens
 # run folders with, one per env_backend.
 BACKENDS = ENTRY_POINTS
 
@@ -51,7 +51,7 @@ class TrainResult:
     def agent(self, index: int = 0, checkpoint: int | None = None) -> Any:
         """Agent `index`'s learner state (the final one, or checkpoint `checkpoint`'s):
         the `State` its learner's `act` takes."""
-        from jax_rl import saved
+        from jax_rl.run import saved
 
         run = saved.open_run(self.run_dir)
         (agent,) = run.select(index)
@@ -108,7 +108,7 @@ def train(
     """Train `policy` on `env` as the command line would with these flags; see the module
     docstring. ValueError for a bad task or setting (before anything compiles),
     RuntimeError if training itself fails (its message names the run folder)."""
-    from jax_rl import cli, driver
+    from jax_rl.run import cli, driver
 
     kind, argv = task_flags(env)
     module_name, backend_name = BACKENDS[kind]
@@ -137,7 +137,7 @@ def train(
 
 def read_result(run_dir: Path) -> TrainResult:
     """A finished run folder as a TrainResult."""
-    from jax_rl import saved
+    from jax_rl.run import saved
 
     run = saved.open_run(run_dir)
     return TrainResult(

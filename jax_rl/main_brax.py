@@ -36,10 +36,10 @@ if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from jax_rl import driver  # noqa: E402
 from jax_rl.envs import point_mass  # noqa: E402
 from jax_rl.envs.brax import CUSTOM_BACKEND  # noqa: E402
 from jax_rl.loops.device import DeviceLoopConfig  # noqa: E402
+from jax_rl.run import driver  # noqa: E402
 
 DEFAULT_ENV = "halfcheetah"
 BRAX_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
@@ -181,7 +181,7 @@ class BraxBackend:
         }
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
-        from jax_rl.trainers import DeviceTrainer
+        from jax_rl.run.trainers import DeviceTrainer
 
         return DeviceTrainer(self.open_for_watching(args, loop_config, seeds[0], None))
 
@@ -191,9 +191,10 @@ class BraxBackend:
         """The batched environment (one for every agent: seeds are keys on the device;
         the player draws frames from its `mj_model`)."""
         if is_playground(args):
-            from jax_rl import algos, cli
+            from jax_rl import algos
             from jax_rl.envs import playground
             from jax_rl.envs.observation import NoPrivilegedStateError
+            from jax_rl.run import cli
 
             try:
                 env = playground.make_env(

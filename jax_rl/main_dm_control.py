@@ -24,8 +24,8 @@ if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from jax_rl import cli, driver  # noqa: E402
 from jax_rl.loops.host import HostLoopConfig  # noqa: E402
+from jax_rl.run import cli, driver  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +82,7 @@ class DMControlBackend:
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
         from jax_rl.envs.dm_control import DMControlEnv
-        from jax_rl.trainers import HostTrainer
+        from jax_rl.run.trainers import HostTrainer
 
         return HostTrainer.for_seeds(
             lambda seed: DMControlEnv(args.domain_name, args.task_name, seed=seed),

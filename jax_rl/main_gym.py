@@ -19,9 +19,9 @@ if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from jax_rl import driver  # noqa: E402
 from jax_rl.loops.host import HostLoopConfig  # noqa: E402
 from jax_rl.main_dm_control import add_collection_flags  # noqa: E402
+from jax_rl.run import driver  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +59,7 @@ class GymnasiumBackend:
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
         from jax_rl.envs.gymnasium import GymnasiumEnv
-        from jax_rl.trainers import HostTrainer
+        from jax_rl.run.trainers import HostTrainer
 
         return HostTrainer.for_seeds(
             lambda seed: GymnasiumEnv(args.env, seed=seed), seeds, loop_config.action_repeat

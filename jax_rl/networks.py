@@ -247,7 +247,7 @@ class Simba(nn.Module):
 
     The embedding and the output layer are orthogonally initialised (gain 1), as
     SimBa's. Its running observation normalisation is the learner's
-    `normalize_obs` (`jax_rl.normalization`), applied before the network.
+    `normalize_obs` (`jax_rl.core.normalization`), applied before the network.
     """
 
     width: int
@@ -335,7 +335,7 @@ class SimbaV2(nn.Module):
     The appended constant keeps the input's magnitude once it is projected onto the
     sphere. Its observation normalisation is the learner's `normalize_obs`; its
     distributional critic is the learners' categorical critic (`critic categorical`), and
-    its reward scaling the learners' `scale_rewards` (`jax_rl.normalization`). The
+    its reward scaling the learners' `scale_rewards` (`jax_rl.core.normalization`). The
     published policy has two such heads (mean, log-std); this one head emits both.
     """
 
@@ -665,7 +665,7 @@ def tanh_gaussian_sample(
     mean, log_std [B, A] -> action [B, A] in (-1, 1), log_prob [B] (summed
     over action dimensions, tanh correction included). The standard-normal
     draw comes from `key`, or is `noise` [B, A] where given (colored
-    exploration noise, `jax_rl.noise`).
+    exploration noise, `jax_rl.core.noise`).
     """
     if noise is None:
         noise = jax.random.normal(key, mean.shape, mean.dtype)

@@ -36,9 +36,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jax_rl import algos, cli, presets  # noqa: E402
+from jax_rl import algos  # noqa: E402
 from jax_rl.algos import common  # noqa: E402
-from jax_rl.transition import Transition  # noqa: E402
+from jax_rl.core.transition import Transition  # noqa: E402
+from jax_rl.run import cli, presets  # noqa: E402
 
 RECORD = Path(__file__).resolve().parent / "data" / "fingerprints.json"
 OBS_SIZE, ACTION_SIZE, BATCH, UPDATES = 6, 2, 16, 60

@@ -4,7 +4,7 @@ alone, with no temporary folder left and every kept checkpoint loading."""
 
 import os
 
-from jax_rl import chaos
+from jax_rl.tools import chaos
 
 
 def test_a_run_killed_at_random_moments_ends_as_the_uninterrupted_one(tmp_path, monkeypatch):

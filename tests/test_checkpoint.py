@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from jax_rl.algos import sac, td3
-from jax_rl.checkpoint import Checkpointer, CheckpointError, all_finite, check_same_run
 from jax_rl.envs.dm_control import DMControlEnv
 from jax_rl.envs.point_mass import point_mass_env
-from jax_rl.logger import PopulationLogger, RunLogger
+from jax_rl.io.checkpoint import Checkpointer, CheckpointError, all_finite, check_same_run
+from jax_rl.io.logger import PopulationLogger, RunLogger
 from jax_rl.loops import device, host
 from jax_rl.loops.common import NonFiniteError, RunControl
 
@@ -126,7 +126,7 @@ def test_a_corrupt_checkpoint_is_an_error_not_a_traceback(tmp_path):
 
 
 def test_only_the_owner_clears_a_killed_saves_leftovers_and_close_reopens(tmp_path):
-    from jax_rl.chaos import leftovers
+    from jax_rl.tools.chaos import leftovers
 
     Checkpointer(tmp_path / "c").save(10, {"x": jnp.ones(2)}, {})
     killed = tmp_path / "c" / "20.orbax-checkpoint-tmp-1234567"  # a save killed midway

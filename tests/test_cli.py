@@ -358,7 +358,7 @@ def test_brax_bad_input_exits_2_with_one_clear_line(args, message, tmp_path, cap
     assert err.count("\n") == 1, err
 
 
-# --- Watching a trained run: jax_rl.render and jax_rl.evaluate (docs/watching.md) -------
+# --- Watching a trained run: jax_rl.watch.render and jax_rl.watch.evaluate (docs/watching.md)
 
 
 def test_render_and_evaluate_a_dm_control_run(dm_runs, tmp_path):
@@ -379,7 +379,7 @@ def test_render_and_evaluate_a_device_run(brax_runs, tmp_path):
     assert all(-20 * 4 <= r <= 0 for r in evaluation["returns"])  # -x^2, |x| <= 2
 
 
-# What third-party packages print on import or while building Brax's models (jax_rl.quiet).
+# What third-party packages print on import or while building Brax's models (jax_rl.io.quiet).
 THIRD_PARTY_NOISE = ("Failed to import warp", "Failed to import mujoco_warp", "settotalmass",
                      "Brax System, piplines")  # fmt: skip
 
@@ -506,7 +506,7 @@ def test_help_groups_the_flags_and_shows_each_default_once(entry):
     import importlib
     import re
 
-    from jax_rl import cli
+    from jax_rl.run import cli
 
     module = importlib.import_module(f"jax_rl.{entry}")
     pages = {}

@@ -1,4 +1,4 @@
-"""jax_rl.evaluate's pieces: statistics, fresh seeds, where results go.
+"""jax_rl.watch.evaluate's pieces: statistics, fresh seeds, where results go.
 
 Evaluating each backend's trained run end to end is tested beside the run's own tests
 (see tests/watching.py); bad inputs with render's, in tests/test_render.py.
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jax_rl import evaluate, saved
-from jax_rl.trainers import EVAL_SEED_OFFSET
+from jax_rl.run import saved
+from jax_rl.run.trainers import EVAL_SEED_OFFSET
+from jax_rl.watch import evaluate
 
 
 def test_statistics_of_the_returns():

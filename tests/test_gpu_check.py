@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from jax_rl import gpu_check
 from jax_rl.envs import point_mass
+from jax_rl.tools import gpu_check
 
 SESSION_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR")
 

@@ -6,10 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl import replay
 from jax_rl.algos import common, sac, td3
+from jax_rl.core import replay
+from jax_rl.core.transition import Transition
 from jax_rl.loops import host
-from jax_rl.transition import Transition
 
 
 def rows(n: int, start: float = 0.0) -> Transition:
@@ -128,7 +128,7 @@ def test_the_host_loop_writes_the_priorities_back(tmp_path):
     """After a short run every written row holds a priority >= 1 (the minimum), some rows
     moved off the starting maximum (written back by updates), unwritten rows hold 0."""
     from jax_rl.envs.probes import ContextualBandit
-    from jax_rl.logger import RunLogger
+    from jax_rl.io.logger import RunLogger
 
     loop = host.HostLoopConfig(
         max_timesteps=120, start_timesteps=40, batch_size=16, eval_freq=120,

@@ -2,7 +2,7 @@
 
 import math
 
-from jax_rl.logger import PopulationLogger, RunLogger
+from jax_rl.io.logger import PopulationLogger, RunLogger
 
 
 def status(logger) -> dict:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from jax_rl.noise import ColoredNoise, colored_sequence
+from jax_rl.core.noise import ColoredNoise, colored_sequence
 
 
 def draw(beta, length=1000, size=400, seed=0):

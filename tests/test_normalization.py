@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl import normalization
 from jax_rl.algos import mpo, sac, td3
-from jax_rl.transition import Transition
+from jax_rl.core import normalization
+from jax_rl.core.transition import Transition
 
 
 def test_statistics_equal_numpys_over_batches_of_any_size():

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jax_rl import plot
+from jax_rl.watch import plot
 
 
 def write_run(folder: Path, returns: list[float]) -> None:

@@ -14,10 +14,10 @@ import jax
 import numpy as np
 import pytest
 
-from jax_rl import population
 from jax_rl.algos import mpo, sac, td3
+from jax_rl.core import population
 from jax_rl.envs.point_mass import point_mass_env
-from jax_rl.logger import PopulationLogger
+from jax_rl.io.logger import PopulationLogger
 from jax_rl.loops import device
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jax_rl import cli, driver, presets
 from jax_rl.main_dm_control import DMControlBackend
 from jax_rl.main_dm_control import build_parser as dm_parser
+from jax_rl.run import cli, driver, presets
 
 ROOT = Path(__file__).resolve().parent.parent
 # The entry point whose flags a backend's presets must be settings of.

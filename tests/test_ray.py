@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from jax_rl import cluster, driver, main_dm_control, results
+from jax_rl import main_dm_control
+from jax_rl.run import cluster, driver
+from jax_rl.tools import results
 
 ray = pytest.importorskip("ray")
 
@@ -56,7 +58,9 @@ def command(module: str, argv: list[str]) -> list[str]:
     return [sys.executable, "-m", module, *argv]
 
 
-def run(argv: list[str], env: dict, module: str = "jax_rl.results") -> subprocess.CompletedProcess:
+def run(
+    argv: list[str], env: dict, module: str = "jax_rl.tools.results"
+) -> subprocess.CompletedProcess:
     result = subprocess.run(
         command(module, argv), cwd=ROOT, capture_output=True, text=True, timeout=600, env=env
     )
@@ -84,7 +88,7 @@ def local_runs(tmp_path_factory):
     population of 4 in one run, side by side (a core each): their folders."""
     suite, population = tmp_path_factory.mktemp("local"), tmp_path_factory.mktemp("one")
     commands = [
-        command("jax_rl.results", suite_flags(suite)),
+        command("jax_rl.tools.results", suite_flags(suite)),
         command("jax_rl.main_dm_control", [*POPULATION, "--save_dir", str(population)]),
     ]
     runs = [
@@ -247,7 +251,7 @@ def test_engine_flags_are_checked_before_anything_runs(capsys):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["jax_rl.results", "--runs_dir", "runs"],
+        ["jax_rl.tools.results", "--runs_dir", "runs"],
         ["jax_rl.main_dm_control", "--num_seeds", "4", "--no_progress"],
     ],
     ids=["results", "population"],

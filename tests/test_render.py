@@ -1,4 +1,4 @@
-"""jax_rl.video and jax_rl.render: video files, and the one-line refusals of bad inputs.
+"""jax_rl.io.video and jax_rl.watch.render: video files, and the one-line refusals of bad inputs.
 
 Rendering each backend's trained run is tested beside the run's own tests (tests/test_cli.py
 for dm_control and Brax, tests/test_trackers.py for Gymnasium and a population,
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from watching import run_module
 
-from jax_rl import evaluate, render, video
+from jax_rl.io import video
+from jax_rl.watch import evaluate, render
 
 
 def frames_of(count: int) -> list[np.ndarray]:
@@ -110,7 +111,9 @@ def test_no_renderer_exits_2_with_one_line(tmp_path):
     """glfw without a display: no OpenGL context can start (checked before any loading)."""
     run = fake_run(tmp_path / "run")
     result = run_module(
-        "jax_rl.render", str(run), env={"MUJOCO_GL": "glfw", "DISPLAY": "", "WAYLAND_DISPLAY": ""}
+        "jax_rl.watch.render",
+        str(run),
+        env={"MUJOCO_GL": "glfw", "DISPLAY": "", "WAYLAND_DISPLAY": ""},
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr

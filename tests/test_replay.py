@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl import replay
-from jax_rl.transition import Transition
+from jax_rl.core import replay
+from jax_rl.core.transition import Transition
 
 
 def rows(start: int, n: int, obs_size: int = 3, action_size: int = 2) -> Transition:

@@ -8,7 +8,7 @@ import pytest
 
 from jax_rl.algos import sac, sale, td3
 from jax_rl.algos.critics import scalar
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 
 def test_avg_l1_norm_by_hand():

@@ -1,4 +1,4 @@
-"""`python -m jax_rl.results`: the table's figures, and a build across sittings."""
+"""`python -m jax_rl.tools.results`: the table's figures, and a build across sittings."""
 
 import contextlib
 import json
@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jax_rl import cluster, results
+from jax_rl.run import cluster
+from jax_rl.tools import results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,7 +118,7 @@ def test_bad_arguments_exit_2():
         ["--adopt", "run", "--tasks", "walker-walk,cheetah-run", "--learners", "SAC"],
     ):
         result = subprocess.run(
-            [sys.executable, "-m", "jax_rl.results", *argv], capture_output=True, text=True
+            [sys.executable, "-m", "jax_rl.tools.results", *argv], capture_output=True, text=True
         )
         assert result.returncode == 2, argv
         assert "error:" in result.stderr and "Traceback" not in result.stderr
@@ -128,8 +129,9 @@ def test_reading_a_cells_settings_prints_no_third_party_noise(tmp_path):
     # the cell's settings warned on this process's stderr before quiet.install() here.
     result = subprocess.run(
         [
-            sys.executable, "-m", "jax_rl.results", "--suite", "gym", "--tasks", "HalfCheetah-v5",
-            "--learners", "TD3", "--seeds", "1", "--runs_dir", str(tmp_path / "runs"),
+            sys.executable, "-m", "jax_rl.tools.results", "--suite", "gym",
+            "--tasks", "HalfCheetah-v5", "--learners", "TD3", "--seeds", "1",
+            "--runs_dir", str(tmp_path / "runs"),
             "--out", str(tmp_path / "out" / "gym200k"), "--flags", "--replay_size 100000000000",
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
@@ -145,7 +147,7 @@ def test_reading_a_cells_settings_prints_no_third_party_noise(tmp_path):
 def run_results(tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [
-            sys.executable, "-m", "jax_rl.results", "--tasks", "cartpole-swingup",
+            sys.executable, "-m", "jax_rl.tools.results", "--tasks", "cartpole-swingup",
             "--learners", "TD3", "--seeds", "2", "--steps", "300", "--checkpoint_every", "100",
             "--runs_dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out" / "dmc0k"),
             "--flags", TINY,
@@ -188,7 +190,7 @@ def test_a_sitting_stopped_by_sigterm_stops_its_run_at_a_checkpoint(tmp_path):
     # in the same folder.
     sitting = subprocess.Popen(
         [
-            sys.executable, "-m", "jax_rl.results", "--tasks", "cartpole-swingup",
+            sys.executable, "-m", "jax_rl.tools.results", "--tasks", "cartpole-swingup",
             "--learners", "TD3", "--seeds", "1", "--steps", "20000", "--checkpoint_every",
             "100", "--runs_dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"),
             "--flags", TINY,
@@ -730,7 +732,7 @@ def test_the_dmc28_suite_skips_finished_cells_and_trains_the_rest(tmp_path, monk
     """The same machinery as the other tables: a cell whose results ran the settings it
     resolves to now is skipped, the others train (and `make dmc-suite` runs this suite)."""
     makefile = (ROOT / "Makefile").read_text()
-    assert "dmc-suite: init\n\t$(BIN)/python -m jax_rl.results --suite dmc28 " in makefile
+    assert "dmc-suite: init\n\t$(BIN)/python -m jax_rl.tools.results --suite dmc28 " in makefile
     assert "dmc-suite" in next(line for line in makefile.splitlines() if ".PHONY" in line)
     out = tmp_path / "dmc28"
     argv = ["--suite", "dmc28", "--tasks", "hopper-hop,walker-stand", "--learners", "SAC"]

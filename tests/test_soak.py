@@ -5,7 +5,7 @@ import json
 import re
 from pathlib import Path
 
-from jax_rl import soak
+from jax_rl.tools import soak
 
 ROOT = Path(__file__).resolve().parents[1]
 

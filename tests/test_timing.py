@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl import benchmark, timing
 from jax_rl.algos import td3
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
+from jax_rl.tools import benchmark, timing
 
 SIZE, MATMULS = 1024, 4
 

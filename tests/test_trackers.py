@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from watching import assert_video, render_and_evaluate, run_module
 
-from jax_rl import cli, trackers, video
+from jax_rl.io import trackers, video
 from jax_rl.main_dm_control import main as dm_control_main
 from jax_rl.main_gym import main as gym_main
+from jax_rl.run import cli
 
 FLAGS = (
     "--env", "Hopper-v5", "--policy", "SAC", "--num_seeds", "2", "--max_timesteps", "300",
@@ -142,13 +143,13 @@ def test_render_one_agent_of_the_population_and_evaluate_all(tracked, tmp_path):
     agent = out / "SAC-seed1"
     # --max_steps 5: 6 frames (the first state and 5 steps; Hopper does not fall so soon).
     rendered = run_module(
-        "jax_rl.render", str(out), "--agent", "1", "--max_steps", "5", "--out",
+        "jax_rl.watch.render", str(out), "--agent", "1", "--max_steps", "5", "--out",
         str(tmp_path / "hopper.mp4"), "--width", "64", "--height", "48",
     )  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
     assert rendered.stdout.startswith("SAC-seed1 (final agent")
     assert_video(tmp_path / "hopper.mp4", 6)
-    evaluated = run_module("jax_rl.evaluate", str(out), "--episodes", "2")
+    evaluated = run_module("jax_rl.watch.evaluate", str(out), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     assert len(evaluated.stdout.splitlines()) == 2
     for folder in FOLDERS:

@@ -1,4 +1,4 @@
-"""What the tests of jax_rl.render and jax_rl.evaluate on each backend's tiny run share.
+"""What the tests of jax_rl.watch.render and jax_rl.watch.evaluate on each backend's tiny run share.
 
 Each backend's run is the one its entry-point tests already train (tests/test_cli.py,
 tests/test_gym_entry.py's flags in tests/test_trackers.py, tests/envs/test_playground.py);
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jax_rl import video
+from jax_rl.io import video
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = ("--width", "64", "--height", "48")  # tiny frames: drawing is most of the time
@@ -46,12 +46,12 @@ def render_and_evaluate(run_dir: Path, out: Path, frames: int, *extra: str) -> d
     session's compilation cache (tests/conftest.py): a device backend's evaluation loads
     the render's."""
     rendered = run_module(
-        "jax_rl.render", str(run_dir), "--episodes", "2", "--out", str(out), *SIZE, *extra
+        "jax_rl.watch.render", str(run_dir), "--episodes", "2", "--out", str(out), *SIZE, *extra
     )
     assert rendered.returncode == 0, rendered.stderr
     assert f"{frames} frames of 64x48 in {out}" in rendered.stdout, rendered.stdout
     assert_video(out, frames)
-    evaluated = run_module("jax_rl.evaluate", str(run_dir), "--episodes", "2")
+    evaluated = run_module("jax_rl.watch.evaluate", str(run_dir), "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads((run_dir / "evaluation.json").read_text())
     assert len(result["returns"]) == 2 and result["episodes"] == 2

@@ -4,7 +4,7 @@
 
 Times TD3 and SAC as published and with the entry's CrossQ (BatchRenorm actor and
 critics, no target networks, policy delay 3; 256-256 networks both ways) on
-cartpole-swingup and cheetah-run with `jax_rl.benchmark.bench_host_step`, the timing of
+cartpole-swingup and cheetah-run with `jax_rl.tools.benchmark.bench_host_step`, the timing of
 `make bench` (one environment step plus one jitted insert-sample-update-act call, batch
 256) with its settings: the median of 5 blocks of 1000 steps after 500 of warm-up. Prints
 seconds per 1000 steps and the ratio to the plain learner. Run it on quiet cores.
@@ -15,7 +15,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from jax_rl import benchmark
+from jax_rl.tools import benchmark
 
 TASKS = (("cartpole", "swingup"), ("cheetah", "run"))
 SETTINGS = benchmark.BenchSettings()

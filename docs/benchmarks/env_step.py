@@ -30,7 +30,7 @@ def ms_per_step(env, rng: np.random.Generator) -> float:
 
 
 def main() -> None:
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     quiet.install()  # after dm_control's import, which sets MuJoCo's warning handler
     tasks = {

@@ -5,7 +5,7 @@ its exploration noise acting on the task. This script plays such noise on dm_con
 and counts the rewards it meets: per process, the share of episodes with any reward and the
 mean return per episode. Processes: uniform random actions (the host loop's warm-up), and
 Gaussian noise N(0, std^2) clipped to [-1, 1], white (independent per decision) or colored
-(`jax_rl.noise`, 1/f^beta over the episode), each decision held for K frames
+(`jax_rl.core.noise`, 1/f^beta over the episode), each decision held for K frames
 (`jax_rl.envs.repeat`). A process that meets no reward in the frames a run has to spare
 leaves the learner nothing to learn from: the floor exploration must clear.
 
@@ -26,9 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from jax_rl.core.noise import ColoredNoise  # noqa: E402
 from jax_rl.envs.dm_control import DMControlEnv  # noqa: E402
 from jax_rl.envs.repeat import repeat_actions  # noqa: E402
-from jax_rl.noise import ColoredNoise  # noqa: E402
 
 TASKS = (
     "cartpole-swingup_sparse", "pendulum-swingup", "finger-turn_hard", "acrobot-swingup",

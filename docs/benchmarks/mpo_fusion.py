@@ -19,8 +19,8 @@ import jax.numpy as jnp
 
 from jax_rl import algos
 from jax_rl.algos import mpo
+from jax_rl.core.transition import Transition
 from jax_rl.loops import host
-from jax_rl.transition import Transition
 
 CALLS = 100
 BLOCKS = 3

@@ -16,6 +16,10 @@ A learner that explores with a draw per environment and episode (TD3's FastTD3 n
 sets `DRAWS_PER_EPISODE = True`, and its `act` takes `episode_draw` [B] too (uniform in
 [0, 1), renewed by the device loop at each episode start; `draws_per_episode`).
 
+A learner that can sample by priority (TD3's and SAC's LAP) defines `prioritized(config)`:
+where it is true the loops keep a priority per row of the buffer and write back the
+priorities its update returns (`replay.PRIORITY_KEY`; `prioritized` here).
+
 A module may also set `CPU_COMPILER_OPTIONS`, XLA options its update compiles with
 on a CPU (see `compiler_options`).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import functools
 from types import ModuleType
+from typing import Any
 
 import jax
 
@@ -52,6 +57,12 @@ def get(name: str) -> ModuleType:
 def draws_per_episode(algo: ModuleType) -> bool:
     """Whether `algo.act` takes a per-environment, per-episode draw (`episode_draw`)."""
     return bool(getattr(algo, "DRAWS_PER_EPISODE", False))
+
+
+def prioritized(algo: ModuleType, config: Any) -> bool:
+    """Whether `algo`, set up by `config`, samples its batches by priority."""
+    wants = getattr(algo, "prioritized", None)
+    return bool(wants(config)) if wants is not None else False
 
 
 def compiler_options(algo: ModuleType) -> dict[str, str] | None:

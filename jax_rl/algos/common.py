@@ -205,7 +205,7 @@ def views(config: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 def init_obs_stats(config: Any, obs_size: int) -> Any:
     """The state's observation statistics: fresh ones with normalize_obs, else None."""
-    from jax_rl import normalization
+    from jax_rl.core import normalization
 
     return normalization.init_stats(obs_size) if config.normalize_obs else None
 
@@ -213,16 +213,16 @@ def init_obs_stats(config: Any, obs_size: int) -> Any:
 def init_reward_stats(config: Any, num_envs: int) -> Any:
     """The state's reward-scale statistics for num_envs environments: fresh ones with
     scale_rewards, else None."""
-    from jax_rl import normalization
+    from jax_rl.core import normalization
 
     return normalization.init_reward_stats(num_envs) if config.scale_rewards else None
 
 
 def observe(state: Any, transition: Any) -> Any:
     """The learner's state with one collection step of its E environments (a Transition,
-    obs [E, O], reward and discount [E]) merged into its statistics (`jax_rl.normalization`):
+    obs [E, O], reward and discount [E]) merged into its statistics (`jax_rl.core.normalization`):
     the observations with normalize_obs, the discounted returns with scale_rewards."""
-    from jax_rl import normalization
+    from jax_rl.core import normalization
 
     if state.obs_stats is not None:
         state = state.replace(obs_stats=normalization.merge(state.obs_stats, transition.obs))
@@ -237,7 +237,7 @@ def observe(state: Any, transition: Any) -> Any:
 def normalize_batch(state: Any, batch: Any) -> Any:
     """The batch with obs and next_obs standardised, and rewards divided by the reward
     scale, by the state's statistics (each where it keeps them)."""
-    from jax_rl import normalization
+    from jax_rl.core import normalization
 
     if state.reward_stats is not None:
         batch = batch.replace(reward=batch.reward / normalization.reward_scale(state.reward_stats))
@@ -296,6 +296,12 @@ def adam_beta1_field() -> Any:
     )
 
 
+def prioritized(config: Any) -> bool:
+    """Whether `config` samples by priority (LAP): a learner with these fields names this as
+    its `prioritized` (read by the loops through `jax_rl.algos.prioritized`)."""
+    return config.replay == "lap"
+
+
 def check_replay(config: Any) -> None:
     """Raise ValueError for an unknown replay or lap_alpha outside (0, 1] (a critic
     recipe without TD errors refuses LAP itself, `critics.check`)."""
@@ -331,7 +337,7 @@ def td_loss(
 
 def with_priority(metrics: dict, priority: jax.Array | None) -> dict:
     """The update's metrics, with the new priorities of its rows where it has them."""
-    from jax_rl.replay import PRIORITY_KEY
+    from jax_rl.core.replay import PRIORITY_KEY
 
     return metrics if priority is None else {**metrics, PRIORITY_KEY: priority}
 
@@ -355,7 +361,7 @@ def blocks_field(role: str, default: int) -> Any:
 
 
 def scale_rewards_field() -> Any:
-    """The `scale_rewards` field (SimbaV2's reward scaling, `jax_rl.normalization`)."""
+    """The `scale_rewards` field (SimbaV2's reward scaling, `jax_rl.core.normalization`)."""
     return field(
         False,
         "divide rewards by the running spread of the discounted return (SimbaV2's)",

@@ -80,8 +80,9 @@ import optax
 import scipy.optimize
 from jax.typing import ArrayLike
 
-from jax_rl import normalization
 from jax_rl.algos import common
+from jax_rl.core import normalization
+from jax_rl.core.transition import Transition
 from jax_rl.networks import (
     INPUT_LAYERS,
     BoundedGaussianPolicy,
@@ -91,7 +92,6 @@ from jax_rl.networks import (
     gaussian_log_prob,
     polyak_update,
 )
-from jax_rl.transition import Transition
 
 DUAL_SOLVERS = ("scipy", "newton", "adam")
 MIN_TEMPERATURE = 1e-6

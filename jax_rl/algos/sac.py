@@ -37,11 +37,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jax_rl import normalization
 from jax_rl.algos import common, critics, exploration, sale, targets
 from jax_rl.algos.critics import quantile
+from jax_rl.core import normalization
+from jax_rl.core.transition import Transition
 from jax_rl.networks import EnsembleCritic, GaussianPolicy, squash, tanh_gaussian_sample
-from jax_rl.transition import Transition
 
 
 class Config(flax.struct.PyTreeNode):
@@ -271,6 +271,7 @@ def act(
 
 
 observe = common.observe
+prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
 
 
 ACTOR_METRICS = ("loss/actor", "loss/alpha", "dual/alpha", "policy/entropy")

@@ -13,7 +13,7 @@ critics are one vmapped ensemble, and exploration adds N(0, exploration_noise)
 to the deterministic action, clipped to [-1, 1]. Optionally (exploration_decay
 > 0, off by default) the exploration std starts higher and falls linearly to
 exploration_noise, as DrQ-v2 schedules its DDPG's noise. `d` is the transition's
-discount mask (0 only at a true terminal; see `jax_rl.transition.Transition`).
+discount mask (0 only at a true terminal; see `jax_rl.core.transition.Transition`).
 
 The critic is a recipe (`jax_rl.algos.critics`, `critic`): scalar (the equations above),
 categorical (C51, FastTD3's), crossq (CrossQ, Bhatt et al., ICLR 2024: BatchRenorm
@@ -39,11 +39,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jax_rl import normalization
 from jax_rl.algos import common, critics, exploration, sale, targets
 from jax_rl.algos.critics import quantile, scalar
+from jax_rl.core import normalization
+from jax_rl.core.transition import Transition
 from jax_rl.networks import DeterministicPolicy, EnsembleCritic, ensemble_member
-from jax_rl.transition import Transition
 
 
 class Config(flax.struct.PyTreeNode):
@@ -284,7 +284,7 @@ def act(
 
     The noise is the exploration std (`exploration_std`) times a standard-normal
     draw from `key`, or times `noise` [B, A] where given (colored exploration
-    noise, `jax_rl.noise`). With exploration_noise_min > 0 and `episode_draw` [B]
+    noise, `jax_rl.core.noise`). With exploration_noise_min > 0 and `episode_draw` [B]
     (uniform in [0, 1), drawn by the loop when each environment's episode
     starts), row b's std is exploration_noise_min + draw_b * (std -
     exploration_noise_min).
@@ -311,6 +311,7 @@ def act(
 
 
 observe = common.observe
+prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
 DRAWS_PER_EPISODE = True  # act takes episode_draw (`jax_rl.algos`)
 
 

@@ -25,9 +25,9 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from jax_rl.core.population import any_agent
+from jax_rl.core.transition import Transition
 from jax_rl.envs import UnknownEnvironmentError
-from jax_rl.population import any_agent
-from jax_rl.transition import Transition
 
 BACKENDS = ("positional", "spring", "generalized", "mjx")
 DEFAULT_BACKEND = "positional"  # the fastest of Brax's pipelines on a CPU
@@ -46,7 +46,7 @@ def load_mjx() -> None:
         return
     import contextlib
 
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     sys.modules["warp"] = None  # type: ignore[assignment]  # `import warp` raises ImportError
     lines = quiet.LineFilter(sys.stdout, quiet.DROPPED_LINES)
@@ -168,7 +168,7 @@ class BraxEnv:
         return int(getattr(self._env, "actor_obs_size", 0))
 
     def mj_model(self) -> Any:
-        """The MuJoCo model to draw these environments with (`jax_rl.video`), or None for
+        """The MuJoCo model to draw these environments with (`jax_rl.io.video`), or None for
         one that has none (a custom environment without an `mj_model`)."""
         if self._custom is not None:
             return getattr(self._custom, "mj_model", None)

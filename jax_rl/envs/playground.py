@@ -315,7 +315,7 @@ class PlaygroundTask:
 
     @property
     def mj_model(self) -> Any:
-        """The task's MuJoCo model (to draw it with, `jax_rl.video`)."""
+        """The task's MuJoCo model (to draw it with, `jax_rl.io.video`)."""
         return self._env.mj_model
 
     def qpos(self, state: PlaygroundState) -> jax.Array:

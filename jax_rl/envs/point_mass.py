@@ -81,7 +81,7 @@ class PointMass:
 
     @property
     def mj_model(self) -> object:
-        """The drawing's MuJoCo model (`jax_rl.video`); MuJoCo is imported only here."""
+        """The drawing's MuJoCo model (`jax_rl.io.video`); MuJoCo is imported only here."""
         import mujoco
 
         return mujoco.MjModel.from_xml_string(_MJCF)

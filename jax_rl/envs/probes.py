@@ -96,7 +96,7 @@ class SparseReach:
     all the way pays about 30 per episode; to get there the actions must agree for tens of
     steps, which independent noise rarely does (over 1,000 episodes: uniform random actions
     and N(0, 0.3) never meet the reward, N(0, 1) clipped in 1%; pink noise of std 1,
-    `jax_rl.noise`, with sequences of an episode's length, in 20%): the smallest task on
+    `jax_rl.core.noise`, with sequences of an episode's length, in 20%): the smallest task on
     which exploration, not learning, decides the return.
     """
 

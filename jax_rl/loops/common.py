@@ -16,9 +16,9 @@ from typing import Any, Protocol, TypeVar
 import jax
 import jax.numpy as jnp
 
-from jax_rl import replay as replay_lib
-from jax_rl.checkpoint import Checkpointer, check_same_run
-from jax_rl.transition import Transition
+from jax_rl.core import replay as replay_lib
+from jax_rl.core.transition import Transition
+from jax_rl.io.checkpoint import Checkpointer, check_same_run
 
 MAX_DEFAULT_REPLAY = 1_000_000
 MAX_SEED = 2**31  # NumPy and dm_control seeds are 32-bit; evaluation uses seed + 10,000
@@ -29,12 +29,6 @@ def check_positive_ints(config: Any, names: tuple[str, ...]) -> None:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def prioritized(algo_config: Any) -> bool:
-    """Whether the learner asks for prioritised replay (its `replay` field is "lap"): the
-    loops then keep a priority per row and write back the priorities its update returns."""
-    return getattr(algo_config, "replay", "uniform") == "lap"
 
 
 def replay_capacity(max_timesteps: int, replay_size: int | None) -> int:

@@ -38,11 +38,13 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jax_rl import algos, population
-from jax_rl import replay as replay_lib
-from jax_rl.checkpoint import all_finite
+from jax_rl import algos
+from jax_rl.core import population
+from jax_rl.core import replay as replay_lib
+from jax_rl.core.transition import Transition
 from jax_rl.envs.brax import BraxEnv, EnvState
-from jax_rl.logger import PopulationLogger, RunLogger
+from jax_rl.io.checkpoint import all_finite
+from jax_rl.io.logger import PopulationLogger, RunLogger
 from jax_rl.loops.common import (
     DivergenceWatch,
     Interrupted,
@@ -50,12 +52,10 @@ from jax_rl.loops.common import (
     StopSignals,
     check_collection,
     check_positive_ints,
-    prioritized,
     replay_capacity,
     zero_metrics,
 )
 from jax_rl.loops.nstep import n_step_transition
-from jax_rl.transition import Transition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +219,10 @@ def init_carry(
     (`reset_envs` with the same key). (The loop works on populations: see
     `init_population`.)"""
     spec = replay_lib.ReplaySpec(
-        config.capacity, env.obs_size, env.action_size, prioritized=prioritized(algo_config)
+        config.capacity,
+        env.obs_size,
+        env.action_size,
+        prioritized=algos.prioritized(algo, algo_config),
     )
     replay = replay_lib.create(spec)
     agent_key, _, draw_key, key = _carry_keys(key)

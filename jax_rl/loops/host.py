@@ -41,11 +41,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_rl import algos, population
-from jax_rl import replay as replay_lib
-from jax_rl.checkpoint import all_finite
+from jax_rl import algos
+from jax_rl.core import population
+from jax_rl.core import replay as replay_lib
+from jax_rl.core.noise import ColoredNoise
+from jax_rl.core.transition import Array, Transition
 from jax_rl.envs import HostEnv, random_state_from_json, random_state_to_json
-from jax_rl.logger import PopulationLogger, RunLogger
+from jax_rl.io.checkpoint import all_finite
+from jax_rl.io.logger import PopulationLogger, RunLogger
 from jax_rl.loops.common import (
     DivergenceWatch,
     Interrupted,
@@ -55,14 +58,11 @@ from jax_rl.loops.common import (
     check_collection,
     check_finite,
     check_positive_ints,
-    prioritized,
     pull_metrics,
     replay_capacity,
     zero_metrics,
 )
 from jax_rl.loops.nstep import NStepQueue
-from jax_rl.noise import ColoredNoise
-from jax_rl.transition import Array, Transition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +89,7 @@ class HostLoopConfig:
     """steps of reward summed per stored transition (n-step returns; 1: one-step TD)"""
     noise_color: float = 0.0
     """exponent beta of the exploration noise's 1 / f^beta spectrum: 0 white (the
-    published algorithms), 1 pink, 2 red (`jax_rl.noise`)"""
+    published algorithms), 1 pink, 2 red (`jax_rl.core.noise`)"""
     action_repeat: int = 1
     """frames each decision is held for, rewards summed (`jax_rl.envs.repeat`; the
     trainer wraps the environments): every step count here is in frames"""
@@ -264,7 +264,7 @@ def init_learner(
         capacity=capacity,
         obs_size=obs_size,
         action_size=action_size,
-        prioritized=prioritized(algo_config),
+        prioritized=algos.prioritized(algo, algo_config),
     )
     replay = replay_lib.create(spec)
     agent_key, key = jax.random.split(key)
@@ -345,7 +345,7 @@ class Collector:
     collects exactly what a run of its own would. With `n_step` > 1 the stored
     transitions are n-step ones (`jax_rl.loops.nstep`, agent i discounting by
     `discounts[i]`), stored n_step - 1 steps late. With `noise_color` > 0 the
-    exploration noise is colored (`jax_rl.noise`): agent i's comes from its own
+    exploration noise is colored (`jax_rl.core.noise`): agent i's comes from its own
     sequence, drawn anew at each of its episode starts (and for the first learned
     action, which may fall mid-episode).
     """

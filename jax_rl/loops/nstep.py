@@ -31,7 +31,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 
 def n_step_transition(

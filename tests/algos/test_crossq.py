@@ -9,7 +9,7 @@ import pytest
 from jax_rl import networks
 from jax_rl.algos import mpo, sac, td3
 from jax_rl.algos.critics import crossq
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 B, OBS, A = 8, 3, 2
 CROSSQ = {"crossq": True, "hidden_sizes": (16, 16), "adam_beta1": 0.5}

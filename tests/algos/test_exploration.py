@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jax_rl.algos import exploration, sac, td3
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 OBS, ACT = 3, 2
 

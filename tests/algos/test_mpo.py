@@ -10,7 +10,7 @@ from scipy import integrate, stats
 
 from jax_rl import algos
 from jax_rl.algos import mpo
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 from .hand_networks import ACTION_SIZE, OBS_SIZE, critic_params
 

@@ -11,7 +11,7 @@ import pytest
 
 from jax_rl.algos import critics, sac, td3
 from jax_rl.algos.critics import quantile
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 TQC_2X3 = dict(critic="quantile", num_critics=2, num_quantiles=3, quantiles_dropped=1)
 # Each critic outputs its last bias whatever (s, a) is: first-layer weights and biases 0.

@@ -8,7 +8,7 @@ from scipy import stats
 
 from jax_rl.algos import sac
 from jax_rl.algos.critics import scalar
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 from .hand_networks import (
     ACTION_SIZE,

@@ -5,7 +5,7 @@ import pytest
 
 from jax_rl.algos import td3
 from jax_rl.algos.critics import scalar
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 from .hand_networks import (
     ACTION_SIZE,

@@ -93,7 +93,7 @@ def test_unknown_names_list_the_valid_ones():
 
 
 def test_the_model_to_draw_matches_the_joint_positions_it_is_drawn_in(short_env):
-    # What jax_rl.play's device player draws a Brax run with (the entry points' render
+    # What jax_rl.run.play's device player draws a Brax run with (the entry points' render
     # tests run on the point mass): one MuJoCo model, and per environment its qpos.
     env, step = short_env
     model = env.mj_model()

@@ -11,7 +11,7 @@ import pytest
 from jax_rl.algos import sac
 from jax_rl.envs import UnknownEnvironmentError
 from jax_rl.envs.gymnasium import GymnasiumEnv, check_env, mujoco_ids
-from jax_rl.logger import RunLogger
+from jax_rl.io.logger import RunLogger
 from jax_rl.loops import host
 
 MUJOCO_V5 = [env_id for env_id in mujoco_ids() if env_id.endswith("-v5")]

@@ -133,7 +133,7 @@ FLAGS = (
     "--hidden_sizes", "16", "--eval_freq", "256", "--eval_episodes", "2",
     "--log_freq", "128", "--episode_length", "20", "--no_progress",
 )  # fmt: skip
-# What third-party packages may print on import or while building the models (jax_rl.quiet).
+# What third-party packages may print on import or while building the models (jax_rl.io.quiet).
 NOISE = ("Failed to import", "settotalmass", "Warning", "WARNING", "warn(")
 
 

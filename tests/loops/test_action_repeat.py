@@ -15,7 +15,7 @@ from kill_and_resume import assert_resumes_bitwise, evaluations
 from jax_rl.algos import sac, td3
 from jax_rl.envs.probes import Countdown
 from jax_rl.envs.repeat import ActionRepeat
-from jax_rl.logger import PopulationLogger
+from jax_rl.io.logger import PopulationLogger
 from jax_rl.loops import host
 
 from .test_host_population import assert_close
@@ -180,7 +180,7 @@ class Drawn(Countdown):
 
 
 def test_a_played_episode_counts_frames_and_draws_every_second_frame():
-    from jax_rl import play
+    from jax_rl.run import play
 
     agent = td3.init(jax.random.key(0), 2, 1, td3.Config(hidden_sizes=(8,)))
     recording = play.Recording(size=(8, 8), every=2)

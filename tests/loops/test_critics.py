@@ -15,7 +15,7 @@ from kill_and_resume import assert_resumes_bitwise
 
 from jax_rl.algos import mpo, sac, td3
 from jax_rl.envs.probes import ContextualBandit, Countdown
-from jax_rl.logger import PopulationLogger, RunLogger
+from jax_rl.io.logger import PopulationLogger, RunLogger
 from jax_rl.loops import host
 
 from .test_host import random_return

@@ -6,7 +6,7 @@ import pytest
 from jax_rl.algos import sac, td3
 from jax_rl.envs.brax import BraxEnv
 from jax_rl.envs.point_mass import point_mass_env
-from jax_rl.logger import RunLogger
+from jax_rl.io.logger import RunLogger
 from jax_rl.loops import device
 from jax_rl.loops.nstep import n_step_transition
 

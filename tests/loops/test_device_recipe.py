@@ -9,7 +9,7 @@ import pytest
 
 from jax_rl.algos import sac, td3
 from jax_rl.envs.point_mass import point_mass_env
-from jax_rl.logger import RunLogger
+from jax_rl.io.logger import RunLogger
 from jax_rl.loops import device
 
 LOOP = dict(
@@ -115,7 +115,7 @@ def test_asymmetric_actor_sees_the_state_and_critics_the_privileged_state(algo, 
 
 
 def test_device_trainer_tells_the_learner_what_its_actor_sees(monkeypatch):
-    from jax_rl.trainers import DeviceTrainer
+    from jax_rl.run.trainers import DeviceTrainer
 
     seen = []
 

@@ -8,13 +8,13 @@ import pytest
 
 from jax_rl import algos
 from jax_rl.algos import mpo, sac, td3
+from jax_rl.core.noise import ColoredNoise
+from jax_rl.core.transition import Transition
 from jax_rl.envs.point_mass import point_mass_env
 from jax_rl.envs.probes import ContextualBandit, Countdown
-from jax_rl.logger import RunLogger
+from jax_rl.io.logger import RunLogger
 from jax_rl.loops import device, host
 from jax_rl.loops.common import pull_metrics, zero_metrics
-from jax_rl.noise import ColoredNoise
-from jax_rl.transition import Transition
 
 SMALL = (32, 32)
 

@@ -16,13 +16,13 @@ import jax
 import numpy as np
 import pytest
 
-from jax_rl import population
 from jax_rl.algos import mpo, sac, td3
+from jax_rl.core import population
+from jax_rl.core.transition import Transition
 from jax_rl.envs.probes import ContextualBandit, Countdown
-from jax_rl.logger import PopulationLogger
+from jax_rl.io.logger import PopulationLogger
 from jax_rl.loops import host
 from jax_rl.loops.common import NonFiniteError
-from jax_rl.transition import Transition
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOP = dict(

@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 
 from jax_rl.algos import td3
+from jax_rl.core.transition import Transition
 from jax_rl.envs.probes import Countdown
-from jax_rl.logger import RunLogger
+from jax_rl.io.logger import RunLogger
 from jax_rl.loops import host
 from jax_rl.loops.nstep import NStepQueue, n_step_transition
-from jax_rl.transition import Transition
 
 
 def one_step(t, reward, discount, p=2):

@@ -12,7 +12,7 @@ import pytest
 
 from jax_rl.algos import sac, td3
 from jax_rl.envs.probes import SparseReach
-from jax_rl.logger import RunLogger
+from jax_rl.io.logger import RunLogger
 from jax_rl.loops import host
 
 # The dm_control entry's critic recipe (CrossQ: BatchRenorm, no targets, lr 1e-3, beta1 0.5,

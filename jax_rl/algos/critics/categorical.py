@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl.algos.critics import base
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 KEEPS_TARGETS = True
 TD_ERRORS = False

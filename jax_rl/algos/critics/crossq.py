@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from jax_rl.algos import common
 from jax_rl.algos.critics import base
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 KEEPS_TARGETS = False
 TD_ERRORS = True

@@ -1,9 +1,9 @@
 """Watch a trained agent: a video of its deterministic policy on its task.
 
-    python -m jax_rl.render runs/SAC-walker-walk-seed0
-    python -m jax_rl.render runs/SAC-walker-walk-seed0 --episodes 3 --out walker.gif
-    python -m jax_rl.render runs/SAC-cartpole-swingup-3agents-seed0 --agent 1
-    python -m jax_rl.render runs/brax-SAC-halfcheetah-seed0 --checkpoint 50000
+    python -m jax_rl.watch.render runs/SAC-walker-walk-seed0
+    python -m jax_rl.watch.render runs/SAC-walker-walk-seed0 --episodes 3 --out walker.gif
+    python -m jax_rl.watch.render runs/SAC-cartpole-swingup-3agents-seed0 --agent 1
+    python -m jax_rl.watch.render runs/brax-SAC-halfcheetah-seed0 --checkpoint 50000
 
 Loads the run's agent (the final one, or that of checkpoint --checkpoint) and
 its task from config.json, plays --episodes episodes with fresh seeds and
@@ -23,15 +23,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jax_rl import cli, video
-from jax_rl.driver import OneLineErrorParser
+from jax_rl.io import video
+from jax_rl.run import cli
+from jax_rl.run.driver import OneLineErrorParser
 
 if TYPE_CHECKING:
-    from jax_rl.saved import SavedAgent, SavedRun
+    from jax_rl.run.saved import SavedAgent, SavedRun
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jax_rl.saved import add_selection_flags
+    from jax_rl.run.saved import add_selection_flags
 
     parser = OneLineErrorParser(
         description=__doc__.split("\n\n")[0],
@@ -81,14 +82,14 @@ def output_path(out: Path | None, agent_dir: Path, several: bool, checkpoint: in
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     # Before MuJoCo, dm_control or Gymnasium is imported: they read MUJOCO_GL once.
     video.use_headless_gl()
     quiet.install()
     args = build_parser().parse_args(argv)
     check_flags(args)
-    from jax_rl.saved import RunFolderError, open_selection
+    from jax_rl.run.saved import RunFolderError, open_selection
 
     try:
         # The renderer first: opening the run imports the simulators, which may start
@@ -105,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def render_agent(run: SavedRun, agent: SavedAgent, args: argparse.Namespace, path: Path) -> None:
     """Play the agent's episodes, write its video and print one line about it."""
-    from jax_rl import play
-    from jax_rl.saved import episode_seed
+    from jax_rl.run import play
+    from jax_rl.run.saved import episode_seed
 
     seed = episode_seed(run, agent, args.seed)
     size = (args.width, args.height)

@@ -96,7 +96,7 @@ def write_ranking(
 ) -> str:
     """A population's ranking.md (settings ranked by the agents' final returns `finals`)
     and summary.json (`overall` added); returns the ranking table."""
-    from jax_rl import population
+    from jax_rl.core import population
 
     ranking = population.rank_settings(agents, finals)
     table = population.ranking_markdown(ranking, policy)

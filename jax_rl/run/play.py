@@ -1,6 +1,6 @@
 """Play a trained agent's deterministic policy: returns, and frames to watch.
 
-`jax_rl.render`, `jax_rl.evaluate` and the videos of `--video_every` all play
+`jax_rl.watch.render`, `jax_rl.watch.evaluate` and the videos of `--video_every` all play
 through a `Player`, one per loop kind, so that the three act exactly as the
 training's own evaluation does:
 
@@ -28,7 +28,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jax_rl import video
+from jax_rl.io import video
 
 VIDEO_FPS = 30.0  # of the videos --video_every writes
 

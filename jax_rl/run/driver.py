@@ -6,14 +6,14 @@ turns its flags into loop settings and, once every setting is checked, opens
 its environments as a `Trainer`. `main` does the rest, in this order:
 
 1. parse the flags; resolve the settings (learner defaults -> preset -> the
-   user's flags, `jax_rl.presets`) and check them all (exit 2 on a bad one);
+   user's flags, `jax_rl.run.presets`) and check them all (exit 2 on a bad one);
 2. print the start-up line at once (compilation follows, which takes a while);
 3. open the environments, check the replay fits, check any checkpoint;
 4. train (the backend's loop), then write summary.json (and ranking.md for a
    population) and print the final line.
 
 With `--engine ray` steps 3 and 4 happen in Ray tasks instead, one per sub-population
-of `--agents_per_worker` agents (`jax_rl.subpopulations`, `train_part` here).
+of `--agents_per_worker` agents (`jax_rl.run.subpopulations`, `train_part` here).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
 
-from jax_rl import cli, cluster, outputs, presets, resuming
-from jax_rl.trainers import EVAL_SEED_OFFSET, Outcome
+from jax_rl.io import outputs
+from jax_rl.run import cli, cluster, presets, resuming
+from jax_rl.run.trainers import EVAL_SEED_OFFSET, Outcome
 
 
 class Trainer(Protocol):
@@ -97,7 +98,7 @@ class Backend(Protocol):
     def open_for_watching(
         self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
     ) -> Any:
-        """One environment to watch an agent in (`jax_rl.play`: render, evaluate, videos
+        """One environment to watch an agent in (`jax_rl.run.play`: render, evaluate, videos
         during training): a `HostEnv` seeded with `seed` that draws frames of `size`
         (width, height) where given, or the device loop's batched environment."""
         ...
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: B
 
 def run(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Backend) -> Finished:
     """Parse, check, train and report a run (`main`, and `jax_rl.train` from Python)."""
-    from jax_rl import quiet, video
+    from jax_rl.io import quiet, video
 
     given = sys.argv[1:] if argv is None else list(argv)
     if "-h" in given or "--help" in given:
@@ -386,7 +387,7 @@ def run(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Ba
     name += f"-{len(agents)}agents" if len(agents) > 1 else ""
     name += f"-seed{args.seed}"
     if args.engine == "ray":
-        from jax_rl import subpopulations
+        from jax_rl.run import subpopulations
 
         given_argv = sys.argv[1:] if argv is None else argv
         code = subpopulations.train_on_ray(s, backend, given_argv, name, run_part)
@@ -432,8 +433,8 @@ def prepare(s: Settings, backend: Backend, name: str) -> tuple[Trainer, Path, An
 def open_trainer(s: Settings, backend: Backend) -> Trainer:
     """The agents' environments, after checking that their replay buffers fit (exit 2)."""
     # Imported late: JAX and the simulators take seconds to load, --help should not.
+    from jax_rl.core.replay import ReplaySpec, ReplayTooLargeError, check_fits
     from jax_rl.envs import EnvironmentSettingError
-    from jax_rl.replay import ReplaySpec, ReplayTooLargeError, check_fits
 
     num_agents = len(s.agents)
     try:
@@ -472,7 +473,7 @@ def run_part(
     agent_dirs: list[Path],
     say: Callable[[str], None],
 ) -> int:
-    """A sub-population in a Ray worker (`jax_rl.subpopulations`): the run's settings from
+    """A sub-population in a Ray worker (`jax_rl.run.subpopulations`): the run's settings from
     its flags, then `train_part` of the agents `indices`; their folders (under `top`) are
     appended to `agent_dirs` for the caller to read back."""
     s = resolve_settings(build_parser(), backend, list(argv))
@@ -484,10 +485,10 @@ def run_part(
 
 
 def train_part(s: Settings, backend: Backend, part_dir: Path, agent_dirs: Sequence[Path]) -> int:
-    """Train `s.agents`, a sub-population of a bigger run (`jax_rl.subpopulations`): its
+    """Train `s.agents`, a sub-population of a bigger run (`jax_rl.run.subpopulations`): its
     checkpoints, config and summary in `part_dir`, each agent's files in `agent_dirs`.
     Where `part_dir` holds a checkpoint (a retried Ray task) it continues from it."""
-    from jax_rl.checkpoint import Checkpointer
+    from jax_rl.io.checkpoint import Checkpointer
 
     started = Checkpointer(part_dir / "checkpoints").latest_step() is not None
     resume = str(part_dir) if started else None
@@ -510,8 +511,8 @@ def train(
 ) -> int:
     """Write the configs, train, write the summaries; the exit code. The agents' folders
     are `agent_dirs`, by default those of `outputs.agent_dirs`."""
-    from jax_rl.logger import PopulationLogger
-    from jax_rl.trackers import TrackerError
+    from jax_rl.io.logger import PopulationLogger
+    from jax_rl.io.trackers import TrackerError
 
     args, agents, loop_config = s.args, s.agents, s.loop_config
     total = loop_config.total_steps
@@ -560,7 +561,8 @@ def video_recorder(s: Settings, backend: Backend, logger: Any) -> Any:
     of its own seeded as the agent's evaluation (so that training draws nothing more)."""
     if not s.args.video_every:
         return None
-    from jax_rl import play, video
+    from jax_rl.io import video
+    from jax_rl.run import play
 
     players = []
     for agent in s.agents:
@@ -609,7 +611,7 @@ def _report(
     print(table, end="")
     print(
         f"{len(agents)} agents, {total:,} environment steps each, in {logger.wall_time:.0f} s"
-        f"{note}; logs in {save_dir}, curves: python -m jax_rl.plot {save_dir} "
+        f"{note}; logs in {save_dir}, curves: python -m jax_rl.watch.plot {save_dir} "
         f"--out {save_dir / 'curves.png'}"
     )
     return 0

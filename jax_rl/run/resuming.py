@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jax_rl.cli import EXIT_NON_FINITE, fail
+from jax_rl.run.cli import EXIT_NON_FINITE, fail
 
 T = TypeVar("T")
 
@@ -103,7 +103,7 @@ def run_control(
     Refuses (exit 2): resuming without a readable checkpoint or with other
     settings; starting afresh over a folder that holds a run's checkpoints.
     """
-    from jax_rl.checkpoint import Checkpointer, CheckpointError, check_same_run
+    from jax_rl.io.checkpoint import Checkpointer, CheckpointError, check_same_run
     from jax_rl.loops.common import RunControl
 
     checkpointer = Checkpointer(save_dir / "checkpoints", owner=True)
@@ -154,7 +154,7 @@ def guarded(train: Callable[[], T]) -> T:
     SIGINT/SIGTERM: exit 128 + signal number after the checkpoint is written;
     a non-finite loss or parameter: exit 3; an unusable checkpoint: exit 2.
     """
-    from jax_rl.checkpoint import CheckpointError
+    from jax_rl.io.checkpoint import CheckpointError
     from jax_rl.loops.common import Interrupted, NonFiniteError
 
     try:

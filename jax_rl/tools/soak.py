@@ -1,8 +1,8 @@
 """A soak: SAC on the host loop for a million steps, its resident memory and its seconds per
 1000 steps sampled at regular intervals, both of which must stay flat.
 
-    python -m jax_rl.soak                                   # make soak: 1M steps (hours)
-    python -m jax_rl.soak --steps 20000 --every 5000        # a short one, to a scratch folder
+    python -m jax_rl.tools.soak                                   # make soak: 1M steps (hours)
+    python -m jax_rl.tools.soak --steps 20000 --every 5000        # a short one, to a scratch folder
 
 The run is `main_dm_control.py --policy SAC` on cheetah-run in a child process, with a
 replay buffer a quarter of the steps (so that it is full for the last three quarters) and
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FULL_STEPS = 1_000_000
 MEMORY_TOLERANCE = 0.05  # after the buffer is full: max / min resident memory - 1
 SPEED_TOLERANCE = 0.25  # every interval's s / 1000 steps within this of their median
@@ -137,9 +137,9 @@ def markdown(row: dict[str, Any], machine: dict[str, Any]) -> str:
         "",
         f"{row['steps']:,} steps of SAC on cheetah-run, replay buffer of "
         f"{row['replay_full_at']:,} rows (full from step {row['replay_full_at']:,}); a sample "
-        f"every {row['every']:,} steps (jax_rl/soak.py). Passes when the resident memory after "
-        f"the buffer is full stays within {MEMORY_TOLERANCE:.0%} of its lowest sample and every "
-        f"interval's seconds per 1000 steps within {SPEED_TOLERANCE:.0%} of their median.",
+        f"every {row['every']:,} steps (jax_rl/tools/soak.py). Passes when the resident memory "
+        f"after the buffer is full stays within {MEMORY_TOLERANCE:.0%} of its lowest sample and "
+        f"every interval's seconds per 1000 steps within {SPEED_TOLERANCE:.0%} of their median.",
         "",
         f"- memory growth after the buffer is full: {_percent(row['memory_growth_after_full'])}",
         f"- seconds per 1000 steps: median {row['seconds_per_1000_median'] or 0:.2f}, largest "
@@ -185,11 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if args.out is None:
-        from jax_rl.logger import scratch_folder
+        from jax_rl.io.logger import scratch_folder
 
         full = args.steps >= FULL_STEPS and not args.flags
         args.out = "docs/benchmarks" if full else scratch_folder("soak", "a shorter soak")
-    from jax_rl.benchmark import machine
+    from jax_rl.tools.benchmark import machine
 
     print(f"soak: {args.steps:,} steps of SAC, a sample every {args.every:,} ...", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="jax_rl-soak-") as work:

@@ -1,7 +1,7 @@
 """Peer comparison: our host loop against Stable-Baselines3 (PyTorch) and SBX (JAX).
 
     make bench-peers        # installs the optional `peers` group into .venv-peers, then runs this
-    python -m jax_rl.bench_peers --tasks HalfCheetah-v5     # one task only
+    python -m jax_rl.tools.bench_peers --tasks HalfCheetah-v5     # one task only
 
 Every library trains TD3 and SAC on the same task, with the same settings:
 batch 256, 256-256 networks, Adam 3e-4, tau 0.005, one environment step and
@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from jax_rl.benchmark import BenchSettings, bench_host_step, machine
 from jax_rl.envs import HostEnv
 from jax_rl.envs.dm_control import DMControlEnv
 from jax_rl.envs.gymnasium import GymnasiumEnv
-from jax_rl.logger import scratch_folder
+from jax_rl.io.logger import scratch_folder
+from jax_rl.tools.benchmark import BenchSettings, bench_host_step, machine
 
 PEERS = ("SBX", "SB3")
 
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     quiet.install()  # as the entry points do: no settotalmass warning per dm_control env
     sys.exit(main())

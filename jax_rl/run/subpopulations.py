@@ -5,7 +5,7 @@
 
 The agents are those one run would train (`population.expand`: the seeds and swept
 values, setting-major), split into consecutive sub-populations of `--agents_per_worker`
-agents. Each is a Ray task (`jax_rl.cluster`) that trains its agents as one vmapped
+agents. Each is a Ray task (`jax_rl.run.cluster`) that trains its agents as one vmapped
 program, as a run of its own would (the driver's `run_part`, which the driver hands in
 with the settings: this module never imports the driver), and the driver writes one
 ranking over all agents when the last has finished.
@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jax_rl import cli, cluster, outputs, resuming
-from jax_rl.population import AgentSpec
+from jax_rl.core.population import AgentSpec
+from jax_rl.io import outputs
+from jax_rl.run import cli, cluster, resuming
 
 # The driver's settings of a run (`driver.Settings`) and its entry point's backend
 # (`driver.Backend`): the driver is the floor above, so they are only named here.
@@ -126,7 +127,7 @@ def train_on_ray(
     print(table, end="")
     print(
         f"{len(agents)} agents, {s.loop_config.total_steps:,} environment steps each, in "
-        f"{len(parts)} Ray tasks; logs in {top}, curves: python -m jax_rl.plot {top} "
+        f"{len(parts)} Ray tasks; logs in {top}, curves: python -m jax_rl.watch.plot {top} "
         f"--out {top / 'curves.png'}"
     )
     return 0
@@ -228,7 +229,7 @@ def train_part_in_worker(
     def work(say: Callable[[str], None]) -> PartResult:
         import importlib
 
-        from jax_rl import quiet
+        from jax_rl.io import quiet
 
         quiet.install()
         module = importlib.import_module(entry.module)

@@ -1,6 +1,6 @@
 """Run output: CSV files of evaluations and training metrics, and a progress bar
 (for one agent, `RunLogger`, or a population trained together, `PopulationLogger`);
-the same scalars, the config and videos go to any trackers (`jax_rl.trackers`)."""
+the same scalars, the config and videos go to any trackers (`jax_rl.io.trackers`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 if TYPE_CHECKING:
-    from jax_rl.trackers import Sink
+    from jax_rl.io.trackers import Sink
 
 
 class CSVLog:
@@ -66,7 +66,7 @@ class RunLogger:
     evaluations.csv: step, wall_time, return_mean, return_std, one row per evaluation.
     train.csv: step, wall_time, the learner's metrics averaged since the last
     row, and the return of the latest finished training episode.
-    `sinks` (TensorBoard, W&B: `jax_rl.trackers`) get the same values, as tagged
+    `sinks` (TensorBoard, W&B: `jax_rl.io.trackers`) get the same values, as tagged
     scalars, and the run's config and videos.
     """
 
@@ -199,7 +199,7 @@ class PopulationLogger:
     ) -> PopulationLogger:
         """The loggers of a run; `trackers` (`--logger`'s names) log one run per agent,
         named by its folder (grouped by the run's folder, for a population)."""
-        from jax_rl.trackers import make_sinks
+        from jax_rl.io.trackers import make_sinks
 
         save_dir = Path(save_dir)
         if len(agent_dirs) == 1 and Path(agent_dirs[0]) == save_dir:

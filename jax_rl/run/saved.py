@@ -87,7 +87,7 @@ class SavedRun:
     def used_seeds(self) -> set[int]:
         """Every seed the training drew from: its agents', their evaluation environments'
         (host loop) and the uniform random baseline's (device loop); see `trainers`."""
-        from jax_rl.trainers import EVAL_SEED_OFFSET
+        from jax_rl.run.trainers import EVAL_SEED_OFFSET
 
         seeds = set()
         for agent in self.agents:
@@ -108,7 +108,7 @@ class SavedRun:
         return self.backend.open_for_watching(self.args, self.loop_config, seed, size)
 
     def checkpoint_steps(self) -> list[int]:
-        from jax_rl.checkpoint import Checkpointer
+        from jax_rl.io.checkpoint import Checkpointer
 
         return Checkpointer(self.directory / "checkpoints").steps()
 
@@ -163,8 +163,8 @@ class SavedRun:
         return self._from_checkpoint(agent, template, checkpoint)
 
     def _from_checkpoint(self, agent: SavedAgent, template: Any, step: int) -> Any:
-        from jax_rl import population
-        from jax_rl.checkpoint import Checkpointer, CheckpointError
+        from jax_rl.core import population
+        from jax_rl.io.checkpoint import Checkpointer, CheckpointError
 
         axes = population.agent_axes(template)
         stacked = population.repeat_agent(template, axes, len(self.agents))
@@ -181,7 +181,7 @@ class SavedRun:
         return population.index_agent(agents, axes, agent.index)
 
 
-# --- What jax_rl.render and jax_rl.evaluate share -----------------------------------------
+# --- What jax_rl.watch.render and jax_rl.watch.evaluate share -------------------------------------
 
 
 def add_selection_flags(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jax_rl.transition import Transition
+from jax_rl.core.transition import Transition
 
 _BYTES_PER_FLOAT = 4
 # The metrics key under which a learner's update returns the new priorities [B] of the

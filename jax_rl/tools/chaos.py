@@ -1,8 +1,8 @@
 """Faults survived, counted: a training run SIGKILLed at random moments and resumed, again
 and again, must end bitwise equal to the same run left alone.
 
-    python -m jax_rl.chaos                       # make chaos: 20 kills (host), 10 (device)
-    python -m jax_rl.chaos --loops host --kills 3 --out /tmp/chaos   # a short one
+    python -m jax_rl.tools.chaos                       # make chaos: 20 kills (host), 10 (device)
+    python -m jax_rl.tools.chaos --loops host --kills 3 --out /tmp/chaos   # a short one
 
 For each loop: one uninterrupted reference run (timed: its start-up, to the first
 checkpoint on disk, and its training after that); then the same command, killed with
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TMP_SUFFIX = ".orbax-checkpoint-tmp"  # Orbax's folder for a checkpoint being written
 # Tiny runs that checkpoint often (every checkpoint holds the replay buffer, so writing one
 # takes a noticeable part of the time), one per loop.
@@ -126,7 +126,7 @@ def checkpoints_load(folder: Path) -> tuple[list[int], list[str]]:
     """The kept checkpoint steps and, for any that does not load, why."""
     import orbax.checkpoint as ocp
 
-    from jax_rl.checkpoint import ARRAYS, Checkpointer, CheckpointError
+    from jax_rl.io.checkpoint import ARRAYS, Checkpointer, CheckpointError
 
     checkpointer = Checkpointer(folder / "checkpoints")
     steps, problems = checkpointer.steps(), []
@@ -244,7 +244,7 @@ def markdown(rows: list[dict[str, Any]], machine: dict[str, Any]) -> str:
         "first checkpoint), resumed from its newest checkpoint after every kill (or started "
         "afresh where none was complete), until it had been killed the number of times shown "
         "and then finished; checked against the same run left alone "
-        "(`python -m jax_rl.chaos`, jax_rl/chaos.py).",
+        "(`python -m jax_rl.tools.chaos`, jax_rl/tools/chaos.py).",
         "",
         "| loop | kills survived | of them in the start-up | of them while writing a "
         "checkpoint | resumes | fresh starts "
@@ -293,10 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     full = args.kills is None or all(args.kills >= DEFAULT_KILLS[loop] for loop in loops)
     if args.out is None:
-        from jax_rl.logger import scratch_folder
+        from jax_rl.io.logger import scratch_folder
 
         args.out = "docs/benchmarks" if full else scratch_folder("chaos", "fewer kills")
-    from jax_rl.benchmark import machine
+    from jax_rl.tools.benchmark import machine
 
     cache = tempfile.mkdtemp(prefix="jax_rl-chaos-cache-")
     env = {

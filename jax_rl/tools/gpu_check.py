@@ -1,7 +1,7 @@
 """The GPU check: every figure the accelerator-scale recipe needs, in one prepared command.
 
     make gpu-check                                   # on a machine with a GPU
-    python -m jax_rl.gpu_check --tiny --out /tmp/gc  # the same code path on a CPU, tiny sizes
+    python -m jax_rl.tools.gpu_check --tiny --out /tmp/gc  # the same code path on a CPU, tiny sizes
 
 GPU time comes in minutes, so this script runs end to end on the CPU first
 (`--tiny`, in the test suite: the speed and population figures on the JAX-native
@@ -166,7 +166,8 @@ class Run:
         return cls._made[key]
 
     def __init__(self, flags: Sequence[str]) -> None:
-        from jax_rl import driver, main_brax
+        from jax_rl import main_brax
+        from jax_rl.run import driver
 
         backend = main_brax.BraxBackend()
         parser = main_brax.build_parser()
@@ -195,7 +196,7 @@ def measure_speed(run: Run, num_agents: int, blocks: int) -> dict[str, Any]:
     """Env steps and updates per second (all agents) of the training chunk, steady state."""
     import jax
 
-    from jax_rl import timing
+    from jax_rl.tools import timing
 
     loop = run.settings.loop_config
     pipeline, carry = run.pipeline_and_carry(num_agents)
@@ -411,9 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from jax_rl import quiet
-    from jax_rl.benchmark import machine
-    from jax_rl.logger import scratch_folder
+    from jax_rl.io import quiet
+    from jax_rl.io.logger import scratch_folder
+    from jax_rl.tools.benchmark import machine
 
     quiet.install()
     use_compilation_cache(Path(args.cache_dir))
@@ -425,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Path(args.results or f"docs/results/fast_preset/{slug}")
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
-        "command": "python -m jax_rl.gpu_check " + " ".join(argv),
+        "command": "python -m jax_rl.tools.gpu_check " + " ".join(argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": machine(),
         "speed": [],

@@ -56,7 +56,7 @@ class AgentSpec:
         return ",".join(f"{k}={v:.6g}" for k, v in self.values)
 
     def folder(self, policy: str) -> str:
-        """Its log folder: `<policy>[-<setting>]-seed<seed>` (what `jax_rl.plot` groups by)."""
+        """Its log folder: `<policy>[-<setting>]-seed<seed>` (`jax_rl.watch.plot` groups by it)."""
         middle = f"-{self.setting}" if self.values else ""
         return f"{policy}{middle}-seed{self.seed}"
 

@@ -1,14 +1,14 @@
 """The standard results tables, resumable across sittings.
 
-    python -m jax_rl.results                      # 6 DMC tasks x TD3, SAC, MPO x 3 seeds, 100k
-    python -m jax_rl.results --tasks cartpole-swingup,walker-walk --learners SAC
-    python -m jax_rl.results --suite gym          # HalfCheetah-v5, Hopper-v5 x SAC, TD3, 200k
-    python -m jax_rl.results --suite playground   # the six tasks on MJX, device pipeline, 100k
-    python -m jax_rl.results --suite playground --seeds 5 --steps 500000    # on a GPU
-    python -m jax_rl.results --suite dmc28        # all 28 DMC state tasks x TD3, SAC, 100k frames
-    python -m jax_rl.results --table_only         # rebuild the table and figure from what exists
-    python -m jax_rl.results --engine ray         # the cells at once, one a core (docs/cluster.md)
-    python -m jax_rl.results --tasks walker-walk --learners SAC --adopt RUN   # a run made by hand
+    python -m jax_rl.tools.results                   # 6 DMC tasks x TD3, SAC, MPO x 3 seeds, 100k
+    python -m jax_rl.tools.results --tasks cartpole-swingup,walker-walk --learners SAC
+    python -m jax_rl.tools.results --suite gym       # HalfCheetah-v5, Hopper-v5 x SAC, TD3, 200k
+    python -m jax_rl.tools.results --suite playground  # the six tasks on MJX, device pipeline
+    python -m jax_rl.tools.results --suite playground --seeds 5 --steps 500000  # on a GPU
+    python -m jax_rl.tools.results --suite dmc28     # all 28 DMC state tasks x TD3, SAC, 100k
+    python -m jax_rl.tools.results --table_only      # rebuild the table and figure from the runs
+    python -m jax_rl.tools.results --engine ray      # the cells at once (docs/cluster.md)
+    python -m jax_rl.tools.results --tasks walker-walk --learners SAC --adopt RUN  # made by hand
 
 A suite is a backend's entry point, its standard tasks and learners, a step
 count and the published figures the table sets beside ours (`SUITES`).
@@ -32,7 +32,7 @@ and `--learners`, without training it again: only if it ran the settings the cel
 to now (compared as for skipping a cell), with the same seeds and steps. Its config.json
 then names the cell's preset and keeps the run's own preset and flags under "adopted".
 
-`--engine ray [--address HOST:PORT]` trains the cells as Ray tasks (`jax_rl.cluster`,
+`--engine ray [--address HOST:PORT]` trains the cells as Ray tasks (`jax_rl.run.cluster`,
 docs/cluster.md): all at once where there are the cores, each pinned to one, on this
 machine or a cluster; the same skipping, resuming, files and table. A lost worker's cell
 is retried and continues from its checkpoint in `--runs_dir` (shared storage on a cluster).
@@ -45,6 +45,8 @@ import dataclasses
 import importlib
 import itertools
 import json
+import os
+import re
 import shlex
 import shutil
 import signal
@@ -57,11 +59,12 @@ from typing import Any
 
 import numpy as np
 
-from jax_rl import cli, cluster, plot
 from jax_rl.envs import playground
-from jax_rl.logger import scratch_folder
+from jax_rl.io.logger import scratch_folder
+from jax_rl.run import cli, cluster
+from jax_rl.watch import plot
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEARNERS = ("TD3", "SAC", "MPO")
 COPIED = ("*.csv", "*.json", "*.md")  # what of a run lands in the repository (no checkpoints)
 REFERENCE_STYLES = ("--", ":", "-.")  # the figure's line for each published column
@@ -85,7 +88,7 @@ class Suite:
 
     title: str
     entry_point: str  # jax_rl/<this>
-    backend: str  # the entry point's Backend class (jax_rl.driver.Backend)
+    backend: str  # the entry point's Backend class (jax_rl.run.driver.Backend)
     tasks: tuple[str, ...]
     learners: tuple[str, ...]
     steps: int
@@ -539,7 +542,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     problem = cluster.engine_problem(args)
     if problem is None and "--engine" in shlex.split(args.flags):
-        problem = "--engine goes to jax_rl.results itself, not into --flags"
+        problem = "--engine goes to jax_rl.tools.results itself, not into --flags"
     if problem is None and not args.progress_every > 0:  # also NaN
         problem = (
             f"--progress_every must be a positive number of seconds, got {args.progress_every}"
@@ -600,7 +603,7 @@ def cell_settings(args: argparse.Namespace, task: str, learner: str) -> tuple[An
     """The cell's resolved `driver.Settings` now (learner defaults -> presets -> flags) and
     its entry point's backend. Bad flags or a bad preset exit 2 with the entry point's one
     line, before anything trains."""
-    from jax_rl import driver
+    from jax_rl.run import driver
 
     entry = importlib.import_module(f"jax_rl.{Path(args.suite.entry_point).stem}")
     argv = [*run_flags(args, task, learner), "--save_dir", str(args.runs_dir / "probe")]
@@ -905,7 +908,7 @@ def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     out" (a `*` entry chosen on other tasks) or "defaults" (no preset: the published
     settings). A `*` entry's `tuned_on` is the one the run recorded (the entry may have
     been replaced since); runs from before it was recorded take the file's."""
-    from jax_rl import presets
+    from jax_rl.run import presets
 
     config = result_dir / "config.json"
     preset = json.loads(config.read_text()).get("preset") if config.exists() else None
@@ -949,6 +952,18 @@ def device_of(result_dir: Path) -> str | None:
     return json.loads(config.read_text()).get("device") if config.exists() else None
 
 
+def _linked(note: str, out: Path) -> str:
+    """The suite's note, whose links are written from docs/results/, for a table in `out`'s
+    folder: the links made relative to it inside docs/, plain repository paths outside."""
+    results, folder = ROOT / "docs" / "results", out.resolve().parent
+    if folder == results:
+        return note
+    if folder.is_relative_to(ROOT / "docs"):
+        here = Path(os.path.relpath(results, folder)).as_posix()
+        return re.sub(r"\]\(([^)#:]+)\)", lambda m: f"]({here}/{m.group(1)})", note)
+    return re.sub(r"\[[^\]]*\]\(([^)#:]+)\)", lambda m: f"`docs/results/{m.group(1)}`", note)
+
+
 def write_table(args: argparse.Namespace) -> Path:
     """<out>.md: final return per task and learner, the references beside them, the compute
     (and, as the suite asks, each cell's compute in a column and the mean rows)."""
@@ -958,12 +973,13 @@ def write_table(args: argparse.Namespace) -> Path:
     lines = [
         f"# {suite.title}, {steps_k} environment steps",
         "",
-        f"Regenerate: `make {suite.make_target}` (`python -m jax_rl.results --suite "
+        f"Regenerate: `make {suite.make_target}` (`python -m jax_rl.tools.results --suite "
         f"{args.suite_name}`; resumable). Each cell: final evaluation return (the mean over "
         f"the run's evaluation episodes of the deterministic policy) at {args.steps:,} "
         "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
         f"(here n = {args.seeds}) trained as one vmapped population on {suite.loop}, with "
-        f"each learner's presets (`jax_rl/presets/`; {suite.note}). Beside each cell, its "
+        f"each learner's presets (`jax_rl/presets/`; {_linked(suite.note, args.out)}). Beside "
+        "each cell, its "
         "preset's relation to the task: *tuned* (the preset was chosen on this task: not a "
         "held-out result), *held out* (chosen on other tasks only) or *defaults* (no preset). "
         f"CSVs per agent: [`{args.out.name}/`]({args.out.name}/).",
@@ -1233,7 +1249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-# --- --engine ray: the cells as Ray tasks (jax_rl.cluster) ---------------------------------
+# --- --engine ray: the cells as Ray tasks (jax_rl.run.cluster) ---------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1322,7 +1338,7 @@ def train_cell_in_worker(
 
 
 if __name__ == "__main__":
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     quiet.install()  # reading a cell's settings opens its task: no settotalmass warning
     # Here, not in main(): a process that calls main() keeps its own SIGTERM handling.

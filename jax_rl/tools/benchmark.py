@@ -1,13 +1,13 @@
 """Seconds per 1000 training steps for each learner, in one command.
 
-    python -m jax_rl.benchmark            # full table (make bench)
-    python -m jax_rl.benchmark --quick    # tiny sizes, same code path (used by the tests)
-    python -m jax_rl.benchmark --policies SAC --population 1,4,16   # populations (make
+    python -m jax_rl.tools.benchmark            # full table (make bench)
+    python -m jax_rl.tools.benchmark --quick    # tiny sizes, same code path (used by the tests)
+    python -m jax_rl.tools.benchmark --policies SAC --population 1,4,16   # populations (make
                                           # bench-population): N agents against one
-    python -m jax_rl.benchmark --playground CartpoleSwingup,CheetahRun   # the same DM
+    python -m jax_rl.tools.benchmark --playground CartpoleSwingup,CheetahRun   # the same DM
                                           # Control tasks on both loops (MJX vs C MuJoCo)
-    python -m jax_rl.benchmark --policies SAC --population 1,16,64 --playground CheetahRun
-    python -m jax_rl.benchmark --critics  # CrossQ, SimBa(V2) at CPU and published widths
+    python -m jax_rl.tools.benchmark --policies SAC --population 1,16,64 --playground CheetahRun
+    python -m jax_rl.tools.benchmark --critics  # CrossQ, SimBa(V2) at CPU and published widths
                                           # (make bench-critics): writes critics.md
 
 A training step of the host loop is one dm_control environment step plus the
@@ -15,7 +15,7 @@ loop's one jitted call (insert, sample a batch of 256, one update, next
 action), exactly as `jax_rl.loops.host.Collector` runs it during training.
 Times are steady state: the buffer is prefilled, compilation is timed apart,
 warm-up steps are not timed, and every timed block ends with
-`block_until_ready` on the whole learner (see `jax_rl.timing`).
+`block_until_ready` on the whole learner (see `jax_rl.tools.timing`).
 
 Writes docs/benchmarks/host.md and host.json with the machine's description
 (brax.md, population.md and playground.md for the other modes).
@@ -39,14 +39,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_rl import algos, population, timing
-from jax_rl import replay as replay_lib
+from jax_rl import algos
 from jax_rl.algos import mpo
+from jax_rl.core import population
+from jax_rl.core import replay as replay_lib
 from jax_rl.envs import HostEnv, point_mass
 from jax_rl.envs.brax import CUSTOM_BACKEND, BraxEnv
 from jax_rl.envs.repeat import repeat_actions
-from jax_rl.logger import scratch_folder
+from jax_rl.io.logger import scratch_folder
 from jax_rl.loops import device, host
+from jax_rl.tools import timing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -772,7 +774,7 @@ def lap_markdown(rows: list[dict[str, float]]) -> str:
         "## LAP: milliseconds per batch of 256 rows drawn by priority",
         "",
         "A full buffer; two levels of cumulative sums, over blocks of ~sqrt(rows / 256) rows "
-        "and inside the drawn blocks (`jax_rl.replay.sample_rows`), against the uniform "
+        "and inside the drawn blocks (`jax_rl.core.replay.sample_rows`), against the uniform "
         "draw. Median of 200 jitted calls.",
         "",
         "| rows | by priority (ms) | uniform (ms) |",
@@ -957,7 +959,7 @@ def _write(out: Path, stem: str, table: str, payload: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     quiet.install()  # as the entry points do (not in `main`: tests call it in-process)
     sys.exit(main())

@@ -22,7 +22,7 @@ EVAL_SEED_OFFSET = 10_000
 
 @dataclasses.dataclass
 class Outcome:
-    """What a trainer's training hands back to the driver (`jax_rl.driver`)."""
+    """What a trainer's training hands back to the driver (`jax_rl.run.driver`)."""
 
     evaluations: list[list[dict[str, float]]]  # per agent, one row per evaluation
     per_agent: list[dict[str, Any]]  # extra fields of each agent's summary.json

@@ -84,7 +84,7 @@ def _manager(directory: Path, create: bool, owner: bool = False) -> Any:
     # Orbax reports every save at INFO level through absl; keep the run's output readable.
     logging.getLogger("absl").setLevel(logging.WARNING)
     # The run that owns the folder removes the temporary folder of a save that was killed
-    # midway when it resumes (jax_rl.chaos counts that none is left); a reader (evaluating
+    # midway when it resumes (jax_rl.tools.chaos counts that none is left); a reader (evaluating
     # a run that is still training) must not: that folder may be a save in progress.
     options = ocp.CheckpointManagerOptions(
         max_to_keep=2, enable_async_checkpointing=False, create=create,

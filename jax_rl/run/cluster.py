@@ -2,10 +2,10 @@
 
 Two kinds of work become Ray tasks, here called jobs:
 
-- a results cell (`python -m jax_rl.results --engine ray`): one task x learner population,
-  the run that `--engine local` starts as a subprocess (`jax_rl.results`);
+- a results cell (`python -m jax_rl.tools.results --engine ray`): one task x learner population,
+  the run that `--engine local` starts as a subprocess (`jax_rl.tools.results`);
 - a sub-population (`main_*.py --engine ray --agents_per_worker K`): K consecutive agents
-  of the population one run would train (`jax_rl.subpopulations`).
+  of the population one run would train (`jax_rl.run.subpopulations`).
 
 A job runs in a worker process of its own (`max_calls=1`: JAX's state and its XLA flags
 belong to a process) and asks Ray for one CPU core, or one GPU where the device pipeline
@@ -43,7 +43,7 @@ from typing import Any, NoReturn, TypeVar
 
 ENGINES = ("local", "ray")
 RETRIES = 3  # Ray's retries of a job whose worker was lost
-KILL_AT_STEP = "JAX_RL_KILL_AT_STEP"  # the loops' fault injection (jax_rl.resuming)
+KILL_AT_STEP = "JAX_RL_KILL_AT_STEP"  # the loops' fault injection (jax_rl.run.resuming)
 KILL_JOB = "JAX_RL_KILL_JOB"  # test only: which job's first attempt it kills (default: all)
 CONNECT_TIMEOUT_S = 5.0
 T = TypeVar("T")
@@ -51,7 +51,7 @@ _held_cores: list[int] = []  # lock files this worker holds (see `pin_to_a_free_
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr, exit 2 (as `jax_rl.cli.fail`, without importing the learners)."""
+    """One line on stderr, exit 2 (as `jax_rl.run.cli.fail`, without importing the learners)."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
 

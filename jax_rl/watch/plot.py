@@ -1,8 +1,8 @@
 """Learning curves from runs' evaluations.csv files.
 
-    python -m jax_rl.plot docs/results/cartpole_swingup --out curves.png
+    python -m jax_rl.watch.plot docs/results/cartpole_swingup --out curves.png
 
-    python -m jax_rl.plot runs/brax-SAC-halfcheetah-10agents-seed0 --out sweep.png
+    python -m jax_rl.watch.plot runs/brax-SAC-halfcheetah-10agents-seed0 --out sweep.png
 
 Every folder under the given roots that holds an evaluations.csv is a run;
 runs are grouped by the part of the folder name before `-seed` (for example

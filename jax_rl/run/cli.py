@@ -167,7 +167,7 @@ def add_run_flags(parser: Flags, defaults: Any) -> None:
 
 def add_watch_flags(parser: Flags) -> None:
     """--logger and --video_every: where a run's logs and videos go (not how it learns)."""
-    from jax_rl.trackers import SINKS, parse_loggers
+    from jax_rl.io.trackers import SINKS, parse_loggers
 
     parser.add_argument(
         "--logger",
@@ -189,8 +189,8 @@ def add_watch_flags(parser: Flags) -> None:
 def check_watch_flags(args: argparse.Namespace) -> None:
     """Exit 2 with one line for a tracker that is not installed, a bad --video_every, or
     videos asked for where no renderer can start (all before anything compiles)."""
-    from jax_rl import video
-    from jax_rl.trackers import TrackerError, check_installed
+    from jax_rl.io import video
+    from jax_rl.io.trackers import TrackerError, check_installed
 
     try:
         check_installed(args.logger)
@@ -369,8 +369,8 @@ def build_algo_config(
 
 def population_of(args: argparse.Namespace, sweep: dict[str, list[float]]) -> list[Any]:
     """The agents of --num_seeds and the sweep (`population.expand`), or exit 2."""
+    from jax_rl.core.population import expand
     from jax_rl.loops.common import MAX_SEED
-    from jax_rl.population import expand
 
     if args.num_seeds < 1:
         fail(f"--num_seeds must be a positive integer, got {args.num_seeds}")

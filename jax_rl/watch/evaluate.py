@@ -1,8 +1,8 @@
 """Evaluate a saved agent: the return of its deterministic policy over N fresh episodes.
 
-    python -m jax_rl.evaluate runs/SAC-walker-walk-seed0 --episodes 20
-    python -m jax_rl.evaluate runs/brax-SAC-halfcheetah-seed0 --checkpoint 50000
-    python -m jax_rl.evaluate runs/SAC-cartpole-swingup-3agents-seed0
+    python -m jax_rl.watch.evaluate runs/SAC-walker-walk-seed0 --episodes 20
+    python -m jax_rl.watch.evaluate runs/brax-SAC-halfcheetah-seed0 --checkpoint 50000
+    python -m jax_rl.watch.evaluate runs/SAC-cartpole-swingup-3agents-seed0
 
 Loads the run's agent (the final one, or that of checkpoint --checkpoint) and
 its task from config.json, and plays --episodes episodes exactly as the
@@ -22,15 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jax_rl import cli, outputs
-from jax_rl.driver import OneLineErrorParser
+from jax_rl.io import outputs
+from jax_rl.run import cli
+from jax_rl.run.driver import OneLineErrorParser
 
 if TYPE_CHECKING:
-    from jax_rl.saved import SavedAgent, SavedRun
+    from jax_rl.run.saved import SavedAgent, SavedRun
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jax_rl.saved import add_selection_flags
+    from jax_rl.run.saved import add_selection_flags
 
     parser = OneLineErrorParser(
         description=__doc__.split("\n\n")[0],
@@ -54,13 +55,13 @@ def result_path(agent_dir: Path, checkpoint: int | None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from jax_rl import quiet
+    from jax_rl.io import quiet
 
     quiet.install()
     args = build_parser().parse_args(argv)
     if args.episodes <= 0:
         cli.fail(f"--episodes must be a positive integer, got {args.episodes}")
-    from jax_rl.saved import RunFolderError, open_selection
+    from jax_rl.run.saved import RunFolderError, open_selection
 
     try:
         run, agents = open_selection(args)
@@ -73,8 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate_agent(run: SavedRun, agent: SavedAgent, args: argparse.Namespace) -> dict[str, Any]:
     """Play the agent's episodes, write its evaluation JSON, print one line; the result."""
-    from jax_rl import play
-    from jax_rl.saved import episode_seed
+    from jax_rl.run import play
+    from jax_rl.run.saved import episode_seed
 
     seed = episode_seed(run, agent, args.seed)
     env = run.open_env(seed, None)
