@@ -538,7 +538,7 @@ def test_help_groups_the_flags_and_shows_each_default_once(entry):
     assert len(pages[None].splitlines()) < 100 and len(pages["SAC"].splitlines()) < 215
 
 
-@pytest.mark.parametrize("tool", ["results", "render", "evaluate"])
+@pytest.mark.parametrize("tool", ["tools.results", "watch.render", "watch.evaluate"])
 def test_the_tools_help_shows_each_default_once(tool, capsys):
     """The results, render and evaluate commands' --help: a default at most once per flag,
     none for a flag that has none, the ones that exist shown."""
@@ -547,12 +547,13 @@ def test_the_tools_help_shows_each_default_once(tool, capsys):
 
     module = importlib.import_module(f"jax_rl.{tool}")
     with pytest.raises(SystemExit) as exited:
-        (module.parse_args if tool == "results" else module.main)(["--help"])
+        (module.parse_args if tool == "tools.results" else module.main)(["--help"])
     assert exited.value.code == 0
     page = capsys.readouterr().out
     entries = re.split(r"\n  (?=-)", page)
     assert all(entry.count("(default") <= 1 for entry in entries), page
     assert "(default: None)" not in page and "(default: )" not in page
     assert "(default: False)" not in page
-    shown = {"results": "(default: 5000)", "render": "(default: 320)", "evaluate": "(default: 10)"}
+    shown = {"tools.results": "(default: 5000)", "watch.render": "(default: 320)"}
+    shown["watch.evaluate"] = "(default: 10)"
     assert shown[tool] in page
