@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_collection_flags(parser: argparse.ArgumentParser) -> None:
-    """--noise_color and --action_repeat, the host loop's ways of collecting."""
+    """--noise_color, --action_repeat and --updates_per_step: the host loop's ways of
+    collecting and how much it learns from each decision."""
     parser.add_argument(
         "--noise_color",
         type=cli.finite_float,
@@ -55,6 +56,14 @@ def add_collection_flags(parser: argparse.ArgumentParser) -> None:
         "protocol: 2); steps, evaluations and checkpoints still count frames, so K = 2 makes "
         "half the updates per frame",
     )
+    parser.add_argument(
+        "--updates_per_step",
+        type=int,
+        default=HostLoopConfig().updates_per_step,
+        metavar="U",
+        help="gradient updates per decision after the warm-up (the update-to-data ratio); "
+        "with --action_repeat 2, U = 2 makes as many updates per frame as no repeat",
+    )
 
 
 class DMControlBackend:
@@ -69,7 +78,11 @@ class DMControlBackend:
         return {"domain_name": args.domain_name, "task_name": args.task_name}
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        return {"noise_color": args.noise_color, "action_repeat": args.action_repeat}
+        return {
+            "noise_color": args.noise_color,
+            "action_repeat": args.action_repeat,
+            "updates_per_step": args.updates_per_step,
+        }
 
     def check(self, args: argparse.Namespace) -> None:
         from jax_rl.envs.dm_control import DMControlEnv, check_task

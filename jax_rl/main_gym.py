@@ -46,7 +46,11 @@ class GymnasiumBackend:
         return {"env": args.env}
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        return {"noise_color": args.noise_color, "action_repeat": args.action_repeat}
+        return {
+            "noise_color": args.noise_color,
+            "action_repeat": args.action_repeat,
+            "updates_per_step": args.updates_per_step,
+        }
 
     def check(self, args: argparse.Namespace) -> None:
         from jax_rl.envs.gymnasium import GymnasiumEnv, check_env

@@ -5,7 +5,9 @@ Per environment step there is exactly one jitted, donated call:
   inserts the transition;
 - afterwards `learn` inserts the transition, samples a batch, does one
   update and returns the next exploration action (sampled, or noised for
-  TD3: the agent explores while collecting, DESIGN.md pitfall 1).
+  TD3: the agent explores while collecting, DESIGN.md pitfall 1). With
+  `updates_per_step` U > 1 it samples and updates U times in that one call,
+  each batch drawn with the agent's next key, and acts after the last.
 
 "After the warm-up" means once the buffer holds `start_timesteps`
 transitions. Metrics are summed on the device and read only at logging
@@ -93,6 +95,9 @@ class HostLoopConfig:
     action_repeat: int = 1
     """frames each decision is held for, rewards summed (`jax_rl.envs.repeat`; the
     trainer wraps the environments): every step count here is in frames"""
+    updates_per_step: int = 1
+    """gradient updates per decision after the warm-up, each on a batch of its own (the
+    update-to-data ratio; with action_repeat K: per K frames)"""
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -106,6 +111,7 @@ class HostLoopConfig:
                 "log_freq",
                 "n_step",
                 "action_repeat",
+                "updates_per_step",
             ),
         )
         check_collection(self)
@@ -171,8 +177,11 @@ class StepFunctions:
     act_deterministic: Callable[[Any, Array], jax.Array]
 
 
-def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
-    """Build the loop's jitted calls for learner module `algo`."""
+def make_step_functions(
+    algo: ModuleType, batch_size: int, updates_per_step: int = 1
+) -> StepFunctions:
+    """Build the loop's jitted calls for learner module `algo` (`learn` makes
+    `updates_per_step` updates)."""
 
     def draw(
         key: jax.Array, size: jax.Array, priority: jax.Array | None
@@ -229,14 +238,17 @@ def make_step_functions(algo: ModuleType, batch_size: int) -> StepFunctions:
         rest = learner.replace(replay=None)
         axes, size = learner_axes(rest), act_obs.shape[0]
         priority_axis = None if replay.priority is None else 0
-        keys, rows = population.over_agents(draw, (0, None, priority_axis), (0, 0), size)(
-            rest.key, replay.size, replay.priority
-        )
-        batch = replay_lib.gather_population(replay.data, rows)
         over = population.over_agents(learn_one, (axes, 0, 0, 0, 0), (axes, 0, 0), size)
-        rest, actions, priority = over(rest, keys, batch, act_obs, act_noise)
-        if priority is not None:
-            replay = replay_lib.write_priorities_population(replay, rows, priority)
+        # Unrolled: U is small, and each update reads the priorities the last wrote back.
+        # The actions of all but the last update are never read (XLA drops them).
+        for _ in range(updates_per_step):
+            keys, rows = population.over_agents(draw, (0, None, priority_axis), (0, 0), size)(
+                rest.key, replay.size, replay.priority
+            )
+            batch = replay_lib.gather_population(replay.data, rows)
+            rest, actions, priority = over(rest, keys, batch, act_obs, act_noise)
+            if priority is not None:
+                replay = replay_lib.write_priorities_population(replay, rows, priority)
         return rest.replace(replay=replay), actions
 
     def act_deterministic(agent: Any, obs: jax.Array) -> jax.Array:
@@ -602,7 +614,7 @@ class _PopulationRun:
         control: RunControl | None,
     ) -> _PopulationRun:
         """Build the learners, their step functions and the collector."""
-        fns = make_step_functions(algo, config.batch_size)
+        fns = make_step_functions(algo, config.batch_size, config.updates_per_step)
         obs_size, action_size = envs[0].obs_size, envs[0].action_size
         learner = init_population(
             algo, algo_configs, seeds, obs_size, action_size, config.capacity, config.batch_size
