@@ -3,7 +3,7 @@
 Shapes: B batch, O observation size, A action size, E ensemble members.
 
 The network families live here and nowhere else; a learner names one by its
-`Config` (`actor_network`, `critic_network`, `crossq`) and `body` builds it:
+`Config` (`actor_network`, `critic_network`) and `body` builds it:
 
     mlp     ReLU hidden layers (`MLP`), the published networks of TD3, SAC and MPO
     simba   SimBa (Lee et al., ICLR 2025): linear embedding, residual blocks
@@ -12,9 +12,10 @@ The network families live here and nowhere else; a learner names one by its
             the unit sphere, blocks that interpolate towards an MLP's output,
             bias-free weights projected back to unit norm after every optimiser
             step (`SimbaV2`, `project`)
-    mlp with a `Renorm`
+    batchrenorm
             CrossQ's (Bhatt et al., ICLR 2024): BatchRenorm on the input and after
-            every hidden activation (`RenormMLP`, `BatchRenorm`)
+            every hidden activation (`RenormMLP`, `BatchRenorm`); the crossq critic
+            recipe reads a learner's mlp as this family
 
 BatchRenorm keeps running statistics in Flax's "batch_stats" collection; the
 learners hold that collection in their `State` beside the parameters, and only
@@ -44,7 +45,7 @@ INPUT_LAYERS = ("relu", "layernorm")
 # bfloat16, as mixed-precision training does on accelerators.
 MATMUL_DTYPES = {"float32": None, "bf16": jnp.bfloat16}
 LAYER_NORM_EPSILON = 1e-6  # flax.linen.LayerNorm's default
-NETWORKS = ("mlp", "simba", "simbav2")
+NETWORKS = ("mlp", "simba", "simbav2", "batchrenorm")
 SIMBA_EXPANSION = 4  # a SimBa block's inner width, in multiples of its width
 SIMBAV2_SHIFT = 3.0  # the constant SimbaV2 appends to its input before normalising it
 HYPER_PREFIX = "HyperDense"  # the modules whose kernels `project` keeps at unit norm
@@ -386,18 +387,20 @@ def body(
 ) -> nn.Module:
     """The network of family `network` (`NETWORKS`) mapping [..., in] -> [..., output_size].
 
-    "mlp": `MLP` of hidden_sizes, or with `renorm` CrossQ's `RenormMLP`. "simba" and
-    "simbav2": `Simba` or `SimbaV2` whose width is the hidden size (one, or several
-    equal ones) and `blocks` residual blocks; layer_init and input_layer are MLP choices.
+    "mlp": `MLP` of hidden_sizes. "simba" and "simbav2": `Simba` or `SimbaV2` whose width
+    is the hidden size (one, or several equal ones) and `blocks` residual blocks;
+    layer_init and input_layer are MLP choices. "batchrenorm": CrossQ's `RenormMLP` of
+    hidden_sizes, its BatchRenorm layers set by `renorm` (their momentum, warm-up and
+    mode; `Renorm()` when None).
     """
     if network == "simba":
         return Simba(hidden_sizes[0], blocks, output_size, matmul_dtype)
     if network == "simbav2":
         return SimbaV2(hidden_sizes[0], blocks, output_size, matmul_dtype)
+    if network == "batchrenorm":
+        return RenormMLP(hidden_sizes, output_size, renorm or Renorm(), matmul_dtype)
     if network != "mlp":
         raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
-    if renorm is not None:
-        return RenormMLP(hidden_sizes, output_size, renorm, matmul_dtype)
     return MLP(hidden_sizes, output_size, layer_init, input_layer, matmul_dtype)
 
 
@@ -453,7 +456,7 @@ def critic_many_actions(
     LayerNorm input layer its host-loop step fell from 22.9 to 12.5 s per 1000
     steps (docs/results/README.md, "Speed of the returns configuration").
     """
-    if not critic.hidden_sizes or critic.network != "mlp" or critic.renorm is not None:
+    if not critic.hidden_sizes or critic.network != "mlp":
         # a linear critic has nothing to save; the other families are evaluated tiled
         tiled = jnp.broadcast_to(obs, actions.shape[:-1] + obs.shape[-1:])
         q: jax.Array = critic.apply(params, tiled, actions)  # type: ignore[assignment]

@@ -146,7 +146,7 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
             ["--policy", "MPO", "--actor_network", "simbav2", "--hidden_sizes", "64,32"],
             "actor_network simbav2 takes one width",
         ),
-        (["--crossq", "--actor_network", "simbav2"], "crossq builds its own BatchRenorm networks"),
+        (["--crossq", "--actor_network", "simbav2"], "crossq trains batchrenorm networks"),
         (["--policy", "SAC", "--scale_rewards", "sometimes"], "expected true or false"),
         (
             ["--critic_network", "simba", "--critic_hidden_sizes", "0"],
@@ -162,8 +162,16 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
             "renorm_momentum must be in (0, 1)",
         ),
         (["--crossq", "--renorm_momentum", "0"], "renorm_momentum must be in (0, 1)"),
-        (["--crossq", "--critic_network", "simba"], "crossq builds its own BatchRenorm networks"),
+        (["--crossq", "--critic_network", "simba"], "crossq trains batchrenorm networks"),
         (["--crossq", "--critic", "categorical"], "crossq takes the scalar critic"),
+        (
+            ["--preset", "paper", "--critic_network", "batchrenorm"],
+            "critic_network batchrenorm trains with the crossq critic recipe",
+        ),
+        (
+            ["--policy", "MPO", "--actor_network", "batchrenorm"],
+            "actor_network batchrenorm trains with the crossq critic recipe",
+        ),
         (["--adam_beta1", "1"], "adam_beta1 must be in [0, 1)"),
         (["--policy", "SAC", "--policy_freq", "0"], "policy_freq must be a positive integer"),
         # TD7's parts: SALE, LAP, target copies, value clipping (jax_rl/algos/sale.py).
@@ -233,6 +241,18 @@ def test_a_critic_or_network_the_user_names_replaces_the_entry_s_crossq(
     assert "crossq" not in config["preset"]["applied"]
     assert config["preset"]["applied"]["policy_freq"] == 3  # the entry's other settings stay
     assert "(gave way to your flags: crossq)" in capsys.readouterr().err
+
+
+def test_naming_crossq_s_own_network_family_keeps_the_entry_s_crossq(tmp_path):
+    """BatchRenorm is the family the entry's crossq builds: naming it displaces nothing."""
+    out = tmp_path / "run"
+    args = ["--policy", "SAC", "--critic_network", "batchrenorm", *DM_FLAGS]
+    assert main_dm_control.main([*args, "--save_dir", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["algo"]["crossq"] is True
+    assert config["algo"]["critic_network"] == "batchrenorm"
+    assert "gave_way" not in config["preset"]
+    assert config["preset"]["applied"]["crossq"] is True
 
 
 def refused(main, args: list[str], tmp_path: Path, capsys) -> str:

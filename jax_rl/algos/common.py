@@ -349,8 +349,9 @@ def network_field(role: str) -> Any:
     """The `<role>_network` field: which family the actor's or the critics' network is."""
     return field(
         "mlp",
-        f"family of the {role}'s network: mlp (published), simba (SimBa residual blocks) or "
-        f"simbav2 (SimbaV2 hyperspherical blocks); simba's width is the {role}'s hidden size",
+        f"family of the {role}'s network: mlp (published), simba (SimBa residual blocks), "
+        f"simbav2 (SimbaV2 hyperspherical blocks) or batchrenorm (CrossQ's; with critic "
+        f"crossq, which reads mlp as it); simba's width is the {role}'s hidden size",
         static=True,
     )
 
@@ -387,19 +388,37 @@ def check_networks(
             raise ValueError(f"{name} {role}_network must be one of {choices}, got {network!r}")
         if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 1:
             raise ValueError(f"{name} {role}_blocks must be an integer >= 1, got {blocks!r}")
-        if network != "mlp" and len(set(sizes)) != 1:
+        if network == "batchrenorm" and not is_crossq(config):
+            raise ValueError(
+                f"{name} {role}_network batchrenorm trains with the crossq critic recipe "
+                "(--critic crossq), whose one pass keeps its running statistics"
+            )
+        if network in ("simba", "simbav2") and len(set(sizes)) != 1:
             raise ValueError(
                 f"{name} {role}_network {network} takes one width (all hidden sizes equal), "
                 f"got {','.join(map(str, sizes))}"
             )
 
 
+def is_crossq(config: Any) -> bool:
+    """Whether `config` trains its critics with the crossq recipe (`critic` or the alias)."""
+    return bool(getattr(config, "crossq", False) or getattr(config, "critic", "") == "crossq")
+
+
+def network_family(config: Any, role: str) -> str:
+    """The family `networks.body` builds the actor's or the critics' network from: the
+    `<role>_network` field, where the crossq recipe reads the default mlp as batchrenorm
+    (CrossQ's networks)."""
+    network: str = getattr(config, f"{role}_network", "mlp")
+    return "batchrenorm" if network == "mlp" and is_crossq(config) else network
+
+
 def renorm(config: Any, train: bool) -> Any:
-    """The `networks.Renorm` of a CrossQ learner's networks (None without crossq)."""
+    """The `networks.Renorm` of a learner's batchrenorm networks (their momentum, warm-up
+    and mode; None where neither network is of that family)."""
     from jax_rl.networks import Renorm
 
-    crossq = getattr(config, "crossq", False) or getattr(config, "critic", "") == "crossq"
-    if not crossq:
+    if "batchrenorm" not in (network_family(config, "actor"), network_family(config, "critic")):
         return None
     return Renorm(float(config.renorm_momentum), int(config.renorm_warmup), train)
 

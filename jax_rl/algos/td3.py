@@ -184,7 +184,7 @@ def _networks(
         action_size,
         layer_init=config.layer_init,
         matmul_dtype=config.matmul_dtype,
-        network=config.actor_network,
+        network=common.network_family(config, "actor"),
         blocks=config.actor_blocks,
         renorm=common.renorm(config, train),
     )

@@ -172,11 +172,17 @@ GIVES_WAY: dict[str, frozenset[str]] = {
 }
 
 
-def gave_way(preset: presets.Preset, given: set[str]) -> list[str]:
+# A user's setting that names what the preset's choice already builds, and so displaces
+# nothing: crossq's networks are the batchrenorm family.
+AGREES = frozenset({("actor_network", "batchrenorm"), ("critic_network", "batchrenorm")})
+
+
+def gave_way(preset: presets.Preset, given: set[str], args: argparse.Namespace) -> list[str]:
     """The preset's settings not applied because the user named the same choice otherwise
     (`GIVES_WAY`); a setting the user gave itself is overridden, not listed here."""
+    named = {key for key in given if (key, str(getattr(args, key, None))) not in AGREES}
     return [key for key in preset.settings
-            if key not in given and GIVES_WAY.get(key, frozenset()) & given]  # fmt: skip
+            if key not in given and GIVES_WAY.get(key, frozenset()) & named]  # fmt: skip
 
 
 def apply_preset(
@@ -191,7 +197,7 @@ def apply_preset(
     applied: dict[str, Any] = {}
     parsed_values: dict[str, Any] = {}
     where = f"preset {preset.name} ({preset.file})"
-    yielded = gave_way(preset, given)
+    yielded = gave_way(preset, given, args)
     for key, value in preset.settings.items():
         action = actions.get(key)
         if action is None or key in NOT_IN_PRESETS or action.nargs == 0:
@@ -351,7 +357,7 @@ def resolve_settings(
     )
     agents = cli.population_of(args, sweep)
     flags = user_settings(args, given, backend.env_fields(args))
-    yielded = tuple(gave_way(preset, given)) if preset is not None else ()
+    yielded = tuple(gave_way(preset, given, args)) if preset is not None else ()
     return Settings(
         args, algo, algo_config, sweep, loop_config, agents, preset, applied, task, flags, yielded
     )

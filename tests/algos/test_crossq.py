@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jax_rl import networks
-from jax_rl.algos import mpo, sac, td3
+from jax_rl.algos import common, mpo, sac, td3
 from jax_rl.algos.critics import crossq
 from jax_rl.core.transition import Transition
 
@@ -190,3 +190,45 @@ def test_mpo_simba_critic_scores_many_actions_as_the_tiled_critic():
     params = critic.init(jax.random.key(1), obs, actions[0])
     tiled = critic.apply(params, jnp.broadcast_to(obs, (5, 3, 4)), actions)
     np.testing.assert_allclose(networks.critic_many_actions(critic, params, obs, actions), tiled)
+
+
+def test_batchrenorm_is_a_network_family_that_body_builds():
+    x = jax.random.normal(jax.random.key(1), (B, OBS))
+    net = networks.body("batchrenorm", (16, 16), 4)
+    assert isinstance(net, networks.RenormMLP) and net.renorm == networks.Renorm()
+    variables = net.init(jax.random.key(0), x)
+    assert set(variables) == {"params", "batch_stats"}  # its running statistics
+    # mlp is the plain MLP whatever a Renorm says: the family, not the argument, decides.
+    renorm = networks.Renorm(0.9, 10, train=True)
+    assert isinstance(networks.body("mlp", (16, 16), 4, renorm=renorm), networks.MLP)
+    assert networks.body("batchrenorm", (16, 16), 4, renorm=renorm).renorm is renorm
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_crossq_reads_mlp_as_batchrenorm_and_naming_the_family_trains_the_same_bits(name):
+    algo = LEARNERS[name]
+    named = {**CROSSQ, "actor_network": "batchrenorm", "critic_network": "batchrenorm"}
+    for config in (algo.Config(**CROSSQ), algo.Config(**named)):
+        assert common.network_family(config, "actor") == "batchrenorm"
+        assert common.network_family(config, "critic") == "batchrenorm"
+    plain = algo.Config(hidden_sizes=(16, 16))
+    assert common.network_family(plain, "critic") == "mlp" and common.renorm(plain, True) is None
+    states = []
+    for config in (algo.Config(**CROSSQ), algo.Config(**named)):
+        state = algo.init(jax.random.key(0), OBS, A, config)
+        for i in range(3):
+            state, _ = algo.update(state, batch(jax.random.key(i)), jax.random.key(10 + i))
+        states.append(state)
+    first, second = (jax.tree_util.tree_leaves(s.replace(config=None)) for s in states)
+    assert len(first) == len(second)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_batchrenorm_networks_without_the_crossq_recipe_are_refused(name):
+    algo = LEARNERS[name]
+    with pytest.raises(ValueError, match="critic_network batchrenorm trains with the crossq"):
+        algo.init(jax.random.key(0), OBS, A, algo.Config(critic_network="batchrenorm"))
+    with pytest.raises(ValueError, match="crossq trains batchrenorm networks: leave critic"):
+        algo.init(jax.random.key(0), OBS, A, algo.Config(**CROSSQ, critic_network="simba"))

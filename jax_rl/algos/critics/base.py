@@ -43,14 +43,14 @@ def name(config: Any) -> str:
 
 def network(config: Any, train: bool = False, ensemble: bool = True) -> Any:
     """The critics as the recipe builds them: an `EnsembleCritic` (-> [E, B(, K)]), or with
-    ensemble False one member (`Critic`, -> [B(, K)]); `train`: BatchRenorm layers
-    (crossq) in training mode."""
+    ensemble False one member (`Critic`, -> [B(, K)]); `train`: batchrenorm networks
+    (crossq's) in training mode."""
     sizes = common.critic_sizes(config)
     kwargs = dict(
         layer_init=config.layer_init,
         num_atoms=outputs(config),
         matmul_dtype=config.matmul_dtype,
-        network=config.critic_network,
+        network=common.network_family(config, "critic"),
         blocks=config.critic_blocks,
         renorm=common.renorm(config, train),
     )

@@ -28,12 +28,14 @@ TD_ERRORS = True
 
 
 def check(config: Any, name: str) -> None:
-    """BatchRenorm's settings in range, no other network family, no SALE, and no target
-    setting (a `tau` or `target_every` other than its default would do nothing: a sweep of
-    it would train the same agent under several names)."""
-    if config.actor_network != "mlp" or config.critic_network != "mlp":
-        raise ValueError(f"{name} crossq builds its own BatchRenorm networks: leave "
-                         "actor_network and critic_network at mlp")  # fmt: skip
+    """BatchRenorm's settings in range, no other network family than batchrenorm (which it
+    reads mlp as), no SALE, and no target setting (a `tau` or `target_every` other than
+    its default would do nothing: a sweep of it would train the same agent under several
+    names)."""
+    for role in ("actor", "critic"):
+        if common.network_family(config, role) != "batchrenorm":
+            raise ValueError(f"{name} crossq trains batchrenorm networks: leave {role}_network "
+                             f"at mlp or batchrenorm, got {getattr(config, f'{role}_network')}")  # fmt: skip
     momentum = config.renorm_momentum
     if common.is_concrete_number(momentum) and not 0 < momentum < 1:
         raise ValueError(f"{name} renorm_momentum must be in (0, 1), got {momentum}")
