@@ -44,6 +44,31 @@ def hold_field() -> Any:
     )
 
 
+def decay_field() -> Any:
+    """TD3's `exploration_decay`: the length of its exploration schedule (`scheduled_std`)."""
+    return common.field(
+        0,
+        "updates over which the exploration std falls linearly from initial_exploration_noise "
+        "to exploration_noise (0: exploration_noise throughout, as published)",
+    )
+
+
+def initial_noise_field() -> Any:
+    """TD3's `initial_exploration_noise`: the schedule's std at its start."""
+    return common.field(
+        1.0, "exploration std at update 0, the start of the schedule, when exploration_decay > 0"
+    )
+
+
+def noise_min_field() -> Any:
+    """TD3's `exploration_noise_min`: the low end of a std drawn per episode (FastTD3's)."""
+    return common.field(
+        0.0,
+        "> 0: each environment draws its exploration std uniformly in [this, "
+        "exploration_noise] at every episode start (FastTD3's std_min; device pipeline)",
+    )
+
+
 class RewardWatch(flax.struct.PyTreeNode):
     """Which updates sampled rewards that differ."""
 

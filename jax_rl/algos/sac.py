@@ -215,16 +215,11 @@ def init(
     """A fresh learner for observations [O] and actions [A] (num_envs: the environments
     stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _networks(config, action_size)
-    actor_key, critic_key, encoder_key = jax.random.split(key, 3)
-    obs = jnp.zeros((1, obs_size), jnp.float32)
-    action = jnp.zeros((1, action_size), jnp.float32)
-    actor_obs, critic_obs = common.views(config, obs)
-    encoders = sale.init(encoder_key, actor_obs.shape[-1], action_size, config)
-    fixed, _ = sale.copies(encoders)
-    actor_in, zs = sale.actor_input(fixed, actor_obs)
-    critic_in = sale.critic_input(fixed, critic_obs, action, zs)
-    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_in))
-    critic_params, critic_stats = common.split_variables(critic.init(critic_key, critic_in, action))
+    actor_vars, critic_vars, encoders = sale.init_networks(
+        key, actor, critic, obs_size, action_size, config
+    )
+    actor_params, actor_stats = common.split_variables(actor_vars)
+    critic_params, critic_stats = common.split_variables(critic_vars)
     log_alpha = jnp.log(jnp.float32(config.init_alpha))
     return State(
         actor_params=actor_params,
@@ -330,16 +325,12 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     raw observations (normalised here with the state's statistics, rewards scaled with
     scale_rewards). With LAP the metrics carry the rows' new priorities
     (`replay.PRIORITY_KEY`, [B])."""
-    cfg = state.config
     state = state.replace(
         reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
     )
     batch = common.normalize_batch(state, batch)
     critic_key, actor_key = jax.random.split(key)
-    if state.encoders is not None:
-        obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
-        encoders = sale.update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
-        state = state.replace(encoders=encoders)
+    state = sale.learner_update(state, batch)
     state, loss_critic, priority = critics.update(SIDE, state, batch, critic_key)
     state = state.replace(step=state.step + 1)
     actor_metrics: dict[str, jax.Array]
@@ -363,8 +354,5 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         **actor_metrics,
         **exploration.metrics(state.reward_watch),
     }
-    if state.encoders is not None:
-        now = state.step % cfg.encoder_every == 0
-        state = state.replace(encoders=sale.swap(state.encoders, now))
-        metrics["loss/encoder"] = state.encoders.loss
+    state, metrics = sale.learner_swap(state, metrics)
     return state, common.with_priority(metrics, priority)

@@ -185,6 +185,28 @@ def update(
     return encoders.replace(params=params, opt_state=opt_state, loss=value)
 
 
+def learner_update(state: Any, batch: Any) -> Any:
+    """A learner's `state` with its encoders stepped once on `batch` (normalised), as TD3
+    and SAC do before their critics; unchanged without a representation."""
+    if state.encoders is None:
+        return state
+    cfg = state.config
+    obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
+    return state.replace(
+        encoders=update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
+    )
+
+
+def learner_swap(state: Any, metrics: dict[str, jax.Array]) -> tuple[Any, dict[str, jax.Array]]:
+    """After an update: the fixed encoders swap every encoder_every-th update, and the
+    metrics gain the encoders' loss; unchanged without a representation."""
+    if state.encoders is None:
+        return state, metrics
+    now = state.step % state.config.encoder_every == 0
+    state = state.replace(encoders=swap(state.encoders, now))
+    return state, {**metrics, "loss/encoder": state.encoders.loss}
+
+
 def swap(encoders: Encoders, now: jax.Array) -> Encoders:
     """Where `now`: fixed_target <- fixed, fixed <- params (else unchanged)."""
     pick = lambda new, old: jax.tree_util.tree_map(  # noqa: E731
@@ -228,6 +250,23 @@ def critic_view(params: dict | None, config: Any, obs: jax.Array, action: jax.Ar
     actor_obs, critic_obs = common.views(config, obs)
     _, zs = actor_input(params, actor_obs)
     return critic_input(params, critic_obs, action, zs)
+
+
+def init_networks(
+    key: jax.Array, actor: Any, critic: Any, obs_size: int, action_size: int, config: Any
+) -> tuple[Any, Any, Encoders | None]:
+    """The actor's and the critics' variables, built on zeros through this seam (their
+    inputs read the encoders), and the encoders; `key` splits into the actor's, the
+    critics' and the encoders' keys."""
+    actor_key, critic_key, encoder_key = jax.random.split(key, 3)
+    obs = jnp.zeros((1, obs_size), jnp.float32)
+    action = jnp.zeros((1, action_size), jnp.float32)
+    actor_obs, critic_obs = common.views(config, obs)
+    encoders = init(encoder_key, actor_obs.shape[-1], action_size, config)
+    fixed, _ = copies(encoders)
+    actor_in, zs = actor_input(fixed, actor_obs)
+    critic_in = critic_input(fixed, critic_obs, action, zs)
+    return actor.init(actor_key, actor_in), critic.init(critic_key, critic_in, action), encoders
 
 
 def copies(encoders: Encoders | None) -> tuple[Any, Any]:

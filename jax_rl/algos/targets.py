@@ -17,6 +17,22 @@ from jax_rl.algos.critics import scalar
 from jax_rl.networks import polyak_update
 
 
+def every_field() -> Any:
+    """The `target_every` Config field (TD3): hard copies in place of Polyak averaging."""
+    return common.field(
+        0,
+        "> 0: hard target copies every this many updates (TD7: 250), no Polyak",
+        static=True,
+    )
+
+
+def check_every(config: Any, name: str) -> None:
+    """target_every an integer >= 0 (0: Polyak averaging)."""
+    every = config.target_every
+    if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+        raise ValueError(f"{name} target_every must be an integer >= 0, got {every!r}")
+
+
 def _updated(state: Any, targets: dict[str, Any]) -> Any:
     state = state.replace(**targets)
     if getattr(state, "value_range", None) is None:

@@ -68,20 +68,10 @@ class Config(flax.struct.PyTreeNode):
     exploration_noise: float = common.field(
         0.1, "std of the Gaussian noise added to actions while collecting"
     )
-    exploration_decay: int = common.field(
-        0,
-        "updates over which the exploration std falls linearly from initial_exploration_noise "
-        "to exploration_noise (0: exploration_noise throughout, as published)",
-    )
-    initial_exploration_noise: float = common.field(
-        1.0, "exploration std at update 0, the start of the schedule, when exploration_decay > 0"
-    )
+    exploration_decay: int = exploration.decay_field()
+    initial_exploration_noise: float = exploration.initial_noise_field()
     hold_exploration: bool = exploration.hold_field()
-    exploration_noise_min: float = common.field(
-        0.0,
-        "> 0: each environment draws its exploration std uniformly in [this, "
-        "exploration_noise] at every episode start (FastTD3's std_min; device pipeline)",
-    )
+    exploration_noise_min: float = exploration.noise_min_field()
     # The accelerator-scale recipe (the same fields as SAC's).
     actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")
     critic_hidden_sizes: tuple[int, ...] = common.shared("critic_hidden_sizes")
@@ -114,16 +104,8 @@ class Config(flax.struct.PyTreeNode):
     encoder_every: int = sale.encoder_every_field()
     replay: str = common.replay_field()
     lap_alpha: float = common.lap_alpha_field()
-    target_every: int = common.field(
-        0,
-        "> 0: hard target copies every this many updates (TD7: 250), no Polyak",
-        static=True,
-    )
-    clip_values: bool = common.field(
-        False,
-        "clip target values to the range of TD targets seen (TD7)",
-        static=True,
-    )
+    target_every: int = targets.every_field()
+    clip_values: bool = scalar.clip_values_field()
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
@@ -147,9 +129,7 @@ class Config(flax.struct.PyTreeNode):
         )
         sale.check(self)
         common.check_replay(self)
-        every = self.target_every
-        if not isinstance(every, int) or isinstance(every, bool) or every < 0:
-            raise ValueError(f"TD3 target_every must be an integer >= 0, got {every!r}")
+        targets.check_every(self, "TD3")
         critics.check(self)
         exploration.check_schedule(self)
 
@@ -240,16 +220,11 @@ def init(
     """A fresh learner for observations [O] and actions [A] (num_envs: the environments
     stepped together, whose returns `scale_rewards` follows one by one)."""
     actor, critic = _networks(config, action_size)
-    actor_key, critic_key, encoder_key = jax.random.split(key, 3)
-    obs = jnp.zeros((1, obs_size), jnp.float32)
-    action = jnp.zeros((1, action_size), jnp.float32)
-    actor_obs, critic_obs = common.views(config, obs)
-    encoders = sale.init(encoder_key, actor_obs.shape[-1], action_size, config)
-    encoder, _ = sale.copies(encoders)
-    actor_in, zs = sale.actor_input(encoder, actor_obs)
-    critic_in = sale.critic_input(encoder, critic_obs, action, zs)
-    actor_params, actor_stats = common.split_variables(actor.init(actor_key, actor_in))
-    critic_params, critic_stats = common.split_variables(critic.init(critic_key, critic_in, action))
+    actor_vars, critic_vars, encoders = sale.init_networks(
+        key, actor, critic, obs_size, action_size, config
+    )
+    actor_params, actor_stats = common.split_variables(actor_vars)
+    critic_params, critic_stats = common.split_variables(critic_vars)
     targets = critics.keeps_targets(config)
     return State(
         actor_params=actor_params,
@@ -350,10 +325,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
     )
     batch = common.normalize_batch(state, batch)
-    if state.encoders is not None:
-        obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
-        encoders = sale.update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
-        state = state.replace(encoders=encoders)
+    state = sale.learner_update(state, batch)
     state, loss, priority = critics.update(SIDE, state, batch, key)
     state = state.replace(step=state.step + 1)
     state = jax.lax.cond(
@@ -371,8 +343,5 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         "loss/actor": state.actor_loss,
         **exploration.metrics(state.reward_watch),
     }
-    if state.encoders is not None:
-        now = state.step % cfg.encoder_every == 0
-        state = state.replace(encoders=sale.swap(state.encoders, now))
-        metrics["loss/encoder"] = state.encoders.loss
+    state, metrics = sale.learner_swap(state, metrics)
     return state, common.with_priority(metrics, priority)

@@ -34,8 +34,9 @@ def check(config: Any, name: str) -> None:
     names)."""
     for role in ("actor", "critic"):
         if common.network_family(config, role) != "batchrenorm":
+            given = getattr(config, f"{role}_network")
             raise ValueError(f"{name} crossq trains batchrenorm networks: leave {role}_network "
-                             f"at mlp or batchrenorm, got {getattr(config, f'{role}_network')}")  # fmt: skip
+                             f"at mlp or batchrenorm, got {given}")  # fmt: skip
     momentum = config.renorm_momentum
     if common.is_concrete_number(momentum) and not 0 < momentum < 1:
         raise ValueError(f"{name} renorm_momentum must be in (0, 1), got {momentum}")

@@ -26,6 +26,15 @@ KEEPS_TARGETS = True
 TD_ERRORS = True
 
 
+def clip_values_field() -> Any:
+    """The `clip_values` Config field (TD3): value clipping, as above."""
+    return common.field(
+        False,
+        "clip target values to the range of TD targets seen (TD7)",
+        static=True,
+    )
+
+
 def check(config: Any, name: str) -> None:
     """Nothing of its own (value clipping is checked for every recipe, `critics.check`)."""
 
