@@ -15,7 +15,8 @@ stream, so that hold_exploration's wait is exercised too.
 tests/test_fingerprints.py compares on every `make test`. XLA's CPU kernels may round
 differently on another processor, so the record keeps the processor it was made on and a
 sum of each state beside the hash: on the same processor the hashes must match, on another
-the sums must agree to 1e-4 (and the test says which of the two it checked).
+the sums must agree to 1e-4 (and the test says which of the two it checked). A case added
+on another processor than the record's (`--add`) keeps its own processor beside it.
 """
 
 from __future__ import annotations
@@ -191,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         known = set(record["cases"])
         new = {f"{policy} {name}": run(policy, config) for policy in LEARNERS
                for name, config in cases(policy) if f"{policy} {name}" not in known}  # fmt: skip
+        if record["processor"] != processor():  # a case made elsewhere keeps its own
+            new = {name: {**found, "processor": processor()} for name, found in new.items()}
         record["cases"].update(new)
         RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"added {', '.join(new) or 'nothing'} to {RECORD}")

@@ -713,17 +713,21 @@ def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
 
 def test_the_updates_a_host_loop_cell_made_are_the_loops_own_count(tmp_path):
     """`updates_of` against the host loop's rule, stepped here: a decision every K frames,
-    an update at each decision from the one whose frame count reaches start_timesteps."""
-    for frames, start, repeat in ((100_000, 5000, 1), (100_000, 5000, 2), (1000, 255, 3)):
+    U updates at each decision from the one whose frame count reaches start_timesteps."""
+    cases = ((100_000, 5000, 1, 1), (100_000, 5000, 2, 1), (1000, 255, 3, 1), (100_000, 5000, 2, 2))
+    for frames, start, repeat, per_decision in cases:
         steps = updates = 0
         while steps < frames:
             steps += repeat
-            updates += steps >= start
+            updates += per_decision * (steps >= start)
         config = {"loop": {"max_timesteps": frames, "start_timesteps": start}}
         if repeat != 1:  # a run from before `action_repeat` was recorded repeated nothing
             config["loop"]["action_repeat"] = repeat
+        if per_decision != 1:  # nor one from before `updates_per_step` more than once
+            config["loop"]["updates_per_step"] = per_decision
         (tmp_path / "config.json").write_text(json.dumps(config))
-        assert results.updates_of(tmp_path) == (updates, repeat), (frames, start, repeat)
+        found = results.updates_of(tmp_path)
+        assert found == (updates, repeat, per_decision), (frames, start, repeat, per_decision)
     (tmp_path / "config.json").write_text(json.dumps({"loop": {}}))
     assert results.updates_of(tmp_path) is None
 

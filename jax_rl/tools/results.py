@@ -460,9 +460,10 @@ SUITES = {
         ),
         reading=(
             "Steps are frames: a run with `--action_repeat K` holds each decision for K "
-            "frames and makes one update per decision once its random start steps are in, "
-            "so a cell of 100k frames makes (100k - start steps) / K updates; the compute "
-            "columns give each cell's, with its action repeat and wall time. The published "
+            "frames and makes one update per decision once its random start steps are in "
+            "(U with `--updates_per_step U`), so a cell of 100k frames makes U (100k - start "
+            "steps) / K updates; the compute columns give each cell's, with its action repeat "
+            "and wall time. The published "
             "columns ran other protocols: MR.Q and SimbaV2 repeat each action for 2 frames "
             "(50k decisions in 100k frames; MR.Q makes one update per decision, SimbaV2 two), "
             "BRO repeats none and makes 10 updates per frame. Compare at equal frames, with "
@@ -1060,35 +1061,38 @@ def device_note(result_dir: Path) -> str:
     return f" on {where}" if where and not where.startswith("cpu") else ""
 
 
-def updates_of(result_dir: Path) -> tuple[int, int] | None:
-    """(updates, action repeat) of a host-loop run, from the loop settings its config.json
-    records (a run from before `action_repeat` was recorded held no action: 1). The host
-    loop decides every K frames and makes one update per decision from the first whose
-    frame count reaches `start_timesteps` (random actions before), so a run of F frames
-    makes ceil(F / K) - ceil(start / K) + 1 (exact where K divides the episode's frames,
-    as 2 does dm_control's 1000, and for a run resumed with its replay, the default).
-    None where the config does not record those settings."""
+def updates_of(result_dir: Path) -> tuple[int, int, int] | None:
+    """(updates, action repeat, updates per decision) of a host-loop run, from the loop
+    settings its config.json records (a run from before `action_repeat` or
+    `updates_per_step` was recorded: 1). The host loop decides every K frames and makes U
+    updates per decision from the first whose frame count reaches `start_timesteps`
+    (random actions before), so a run of F frames makes U (ceil(F / K) - ceil(start / K) +
+    1) (exact where K divides the episode's frames, as 2 does dm_control's 1000, and for a
+    run resumed with its replay, the default). None where the config does not record
+    those settings."""
     config = result_dir / "config.json"
     loop = json.loads(config.read_text()).get("loop", {}) if config.exists() else {}
     if "max_timesteps" not in loop or "start_timesteps" not in loop:
         return None
     frames, start = int(loop["max_timesteps"]), int(loop["start_timesteps"])
-    repeat = int(loop.get("action_repeat", 1))
+    repeat, per_decision = int(loop.get("action_repeat", 1)), int(loop.get("updates_per_step", 1))
     decisions, first = -(-frames // repeat), -(-start // repeat)  # ceilings, in integers
-    return max(0, decisions - first + 1), repeat
+    return per_decision * max(0, decisions - first + 1), repeat, per_decision
 
 
 def cost_text(result_dir: Path, host_loop: bool) -> str:
-    """A cell's compute column: "52 min; 47.5k updates (action repeat 2)" (the updates on
-    the host loop only, whose count `updates_of` knows); "-" for a cell not run yet."""
+    """A cell's compute column: "52 min; 47.5k updates (action repeat 2)", with U > 1
+    updates per decision "95.0k updates (action repeat 2, 2 per decision)" (the updates
+    on the host loop only, whose count `updates_of` knows); "-" for a cell not run yet."""
     seconds = wall_time(result_dir) if result_dir.is_dir() else None
     if seconds is None:
         return "-"
     text = f"{seconds / 60:.0f} min{device_note(result_dir)}"
     counted = updates_of(result_dir) if host_loop else None
     if counted is not None:
-        updates, repeat = counted
-        text += f"; {updates / 1000:.1f}k updates (action repeat {repeat})"
+        updates, repeat, per_decision = counted
+        each = f", {per_decision} per decision" if per_decision > 1 else ""
+        text += f"; {updates / 1000:.1f}k updates (action repeat {repeat}{each})"
     return text
 
 
