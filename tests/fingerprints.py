@@ -73,6 +73,7 @@ TD3_ONLY = {
 SAC_ONLY = {
     "hold_exploration": {"hold_exploration": "true"},
     "fixed_temperature": {"alpha_lr": "0", "init_alpha": "0.2", "policy_freq": "2"},
+    "temperature_floor": {"alpha_min": "0.3", "alpha_lr": "0.1"},
 }
 
 

@@ -22,6 +22,13 @@ reward does not end the exploration that found it. On a task whose rewards diffe
 first steps (every dense task) every batch holds such rewards, and the learner is the one
 without the part. The state is two int32 and a flag per agent, so checkpoints, populations
 and both loops carry it with no change.
+
+Once released, SAC's temperature may still fall faster than the policy learns to collect
+what was found (cartpole-swingup_sparse with the hold: alpha 0.17 at 41k frames, 0.01 at
+81k, while its evaluations were still near 0). `alpha_min` floors it: log(alpha) never
+steps below log(alpha_min), so the policy's entropy bonus, and with it its exploration,
+never falls under that scale. The floor is static (0, the default, compiles the published
+update).
 """
 
 from __future__ import annotations
@@ -67,6 +74,35 @@ def noise_min_field() -> Any:
         "> 0: each environment draws its exploration std uniformly in [this, "
         "exploration_noise] at every episode start (FastTD3's std_min; device pipeline)",
     )
+
+
+def temperature_floor_field() -> Any:
+    """SAC's `alpha_min`: the floor of its learned temperature (`floor_temperature`)."""
+    return common.field(
+        0.0,
+        "floor of the learned entropy temperature alpha (0: none, as published)",
+        static=True,
+    )
+
+
+def floor_temperature(config: Any, log_alpha: jax.Array) -> jax.Array:
+    """log(alpha), raised to log(alpha_min) where a step took it below (with no floor,
+    alpha_min 0, the value as it is)."""
+    if not config.alpha_min > 0:
+        return log_alpha
+    return jnp.maximum(log_alpha, jnp.log(jnp.float32(config.alpha_min)))
+
+
+def check_temperature_floor(config: Any) -> None:
+    """0 <= alpha_min <= init_alpha: a floor above the start would move alpha at once."""
+    low, start = config.alpha_min, config.init_alpha
+    if not common.is_concrete_number(low) or not low >= 0:
+        raise ValueError(f"SAC alpha_min must be a number >= 0, got {low!r}")
+    if common.is_concrete_number(start) and low > start:
+        raise ValueError(
+            f"SAC alpha_min ({low}) is the floor of the temperature: it must not exceed "
+            f"init_alpha ({start}), where alpha starts"
+        )
 
 
 class RewardWatch(flax.struct.PyTreeNode):

@@ -65,6 +65,7 @@ class Config(flax.struct.PyTreeNode):
         -1.0, "target entropy per action dimension; the target is this times A (-A by default)"
     )
     hold_exploration: bool = exploration.hold_field()
+    alpha_min: float = exploration.temperature_floor_field()
     # The accelerator-scale recipe (the same fields as TD3's).
     actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")
     critic_hidden_sizes: tuple[int, ...] = common.shared("critic_hidden_sizes")
@@ -116,6 +117,7 @@ class Config(flax.struct.PyTreeNode):
         sale.check(self)
         common.check_replay(self)
         critics.check(self)
+        exploration.check_temperature_floor(self)
 
 
 class State(flax.struct.PyTreeNode):
@@ -295,6 +297,7 @@ def _update_alpha(state: State, log_prob: jax.Array) -> tuple[State, jax.Array]:
     log_alpha, opt_state = exploration.unless_held(
         state.reward_watch, stepped, (state.log_alpha, state.alpha_opt_state), now=True
     )
+    log_alpha = exploration.floor_temperature(state.config, log_alpha)
     return state.replace(log_alpha=log_alpha, alpha_opt_state=opt_state), loss
 
 

@@ -78,6 +78,38 @@ def test_sac_steps_its_temperature_only_on_batches_whose_rewards_differ():
     assert float(state.log_alpha) == float(once.log_alpha)
 
 
+def test_the_temperature_floor_by_hand():
+    floored = sac.Config(alpha_min=0.25)
+    low, high = jnp.log(jnp.float32(0.1)), jnp.log(jnp.float32(0.4))
+    assert float(exploration.floor_temperature(floored, low)) == float(jnp.log(jnp.float32(0.25)))
+    assert float(exploration.floor_temperature(floored, high)) == float(high)
+    assert exploration.floor_temperature(sac.Config(), low) is low  # no floor: untouched
+    with pytest.raises(ValueError, match="alpha_min must be a number >= 0, got -0.1"):
+        sac.Config(alpha_min=-0.1)
+    with pytest.raises(ValueError, match=r"must not exceed init_alpha \(0.5\)"):
+        sac.Config(alpha_min=0.6, init_alpha=0.5)
+
+
+def test_sac_temperature_stops_at_its_floor_and_moves_freely_above_it():
+    # Zero rewards: nothing argues for exploration, and alpha falls every update (Adam's
+    # steps of about alpha_lr in log(alpha)): from 0.5 to below 0.3 in 6 updates.
+    free_config = sac.Config(hidden_sizes=(16,), init_alpha=0.5, alpha_lr=0.1)
+    free, _ = train(sac, free_config, ZEROS)
+    assert float(jnp.exp(free.log_alpha)) < 0.3
+    floored, metrics = train(sac, free_config.replace(alpha_min=0.3), ZEROS)
+    assert float(floored.log_alpha) == float(jnp.log(jnp.float32(0.3)))
+    assert float(metrics["dual/alpha"]) == pytest.approx(0.3, rel=1e-6)
+    # Above the floor the two runs are the same run, bit for bit (2 updates: alpha 0.41).
+    above, _ = train(sac, free_config.replace(alpha_min=0.3), ZEROS[:2])
+    plain, _ = train(sac, free_config, ZEROS[:2])
+    assert float(jnp.exp(plain.log_alpha)) > 0.3
+    leaves = jax.tree_util.tree_leaves(above)
+    assert all(
+        bool(jnp.array_equal(a, b))
+        for a, b in zip(leaves, jax.tree_util.tree_leaves(plain), strict=True)
+    )
+
+
 def test_td3_holds_its_std_and_its_schedule_counts_informative_updates():
     config = td3.Config(
         hidden_sizes=(16,), hold_exploration=True, initial_exploration_noise=0.5,

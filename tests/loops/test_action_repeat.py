@@ -81,14 +81,18 @@ def test_steps_are_frames_and_each_transition_sums_its_frames(tmp_path):
         (td3, {}),
         (sac, {"hold_exploration": True}),
         (td3, {"hold_exploration": True, "exploration_decay": 10}),
+        (sac, {"hold_exploration": True, "alpha_min": 0.9, "alpha_lr": 0.05}),
     ],
-    ids=["TD3", "SAC-hold", "TD3-hold"],
+    ids=["TD3", "SAC-hold", "TD3-hold", "SAC-floor"],
 )
 def test_a_population_of_two_trains_as_separate_runs(algo, settings, tmp_path):
     together = train(algo, [0, 1], tmp_path / "population", **settings)
     if settings:
         watch = together.learner.agent.reward_watch
         assert (np.asarray(watch.found_at) >= 0).all() and (np.asarray(watch.informative) > 0).all()
+    if "alpha_min" in settings:  # the floor holds each agent's temperature
+        alphas = np.exp(np.asarray(together.learner.agent.log_alpha))
+        np.testing.assert_allclose(alphas, settings["alpha_min"], rtol=1e-6)
     for i in (0, 1):
         alone = train(algo, [i], tmp_path / f"alone{i}", **settings)
         assert_close(together.agent(i).agent, alone.agent(0).agent)
@@ -116,6 +120,7 @@ FLAGS = (
 LEARNERS = {
     "SAC": ("--policy", "SAC", "--hold_exploration", "--noise_color", "1"),
     "TD3": ("--policy", "TD3", "--hold_exploration", "--exploration_decay", "50"),
+    "SAC-floor": ("--policy", "SAC", "--alpha_min", "0.9", "--alpha_lr", "0.01"),
 }
 
 
@@ -138,11 +143,13 @@ def test_entry_point_repeats_records_and_resumes_bitwise(policy, tmp_path):
     assert "each action held for 2 frames" in result.stderr
     config = json.loads((reference / "config.json").read_text())
     assert config["loop"]["action_repeat"] == 2 and config["flags"]["action_repeat"] == 2
-    assert config["algo"]["hold_exploration"] is True
+    assert config["algo"]["hold_exploration"] is ("floor" not in policy)
     # Frames: evaluations at 0, 150 and 300 of dm_control's 1000-frame episodes.
     assert [row[0] for row in evaluations(reference)] == ["0", "150", "300"]
     train_csv = (reference / "train.csv").read_text().splitlines()
-    assert "explore/reward_found" in train_csv[0]
+    assert ("explore/reward_found" in train_csv[0]) is ("floor" not in policy)
+    if "floor" in policy:
+        assert config["algo"]["alpha_min"] == 0.9
     assert_resumes_bitwise(run, flags, tmp_path / "run", 200, reference)
 
 
