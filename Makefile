@@ -113,8 +113,8 @@ playground-results: init
 # All 28 of dm_control's state tasks x TD3, SAC x 3 seeds at 100k frames (docs/results/dmc28.md),
 # beside MR.Q, SimbaV2 and BRO, with each cell's wall time and updates and the mean over the 28;
 # resumable like `results`. Long: 56 cells x 3 seeds, and on the 2-core CPU a TD3 or SAC cell
-# at 100k frames takes roughly 30-110 minutes, dog and humanoid more: many hours; run it
-# across sittings (RESULTS_FLAGS="--tasks ..." narrows one).
+# at 100k frames took 15-141 minutes here (two side by side: humanoid ~1 h, dog ~1.4 h);
+# the 56 cells took 66 hours; run it across sittings (RESULTS_FLAGS="--tasks ..." narrows one).
 dmc-suite: init
 	$(BIN)/python -m jax_rl.tools.results --suite dmc28 --runs_dir $(RESULTS_RUNS) $(RESULTS_FLAGS)
 

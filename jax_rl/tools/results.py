@@ -1184,7 +1184,9 @@ def write_figure(args: argparse.Namespace) -> Path | None:
         "in its learner's colour",
         fontsize=10,
     )
-    fig.tight_layout()
+    # The two-line title keeps a fixed 0.6 inch above the panels: tight_layout alone lays the
+    # first row's titles under it once the figure is tall (the 28-task figure, 7 rows).
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / size[1]))
     path = args.out.with_suffix(".png")
     fig.savefig(path)
     plt.close(fig)
