@@ -75,15 +75,22 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     assert (out / "config.json").exists() and (out / "agent.msgpack").stat().st_size > 0
     # The task's preset (jax_rl/presets/), recorded in config.json and named on start-up.
     config = json.loads((out / "config.json").read_text())
-    assert (config["preset"] or {}).get("name") == "dm_control/*"
+    # TD3 has an entry of its own on cartpole-swingup (the `explore` recipe); the others
+    # take the backend's suite entry.
+    entry = "dm_control/cartpole-swingup" if policy == "TD3" else "dm_control/*"
+    assert (config["preset"] or {}).get("name") == entry
     assert config["flags"]["hidden_sizes"] == [32, 32] and config["flags"]["eval_freq"] == 150
     assert "policy" not in config["flags"] and "save_dir" not in config["flags"]
     assert "-> your flags (--batch_size 32, --eval_episodes 1" in result.stderr
     if policy in ("TD3", "SAC"):  # CrossQ with the default 256-256 widths: ours are 32-32
         assert config["algo"]["crossq"] and config["algo"]["policy_freq"] == 3
-        # The tasks the entry was chosen on, as it stood (the table's tuned / held-out mark).
+        assert f"preset {entry} (crossq=True, policy_freq=3, adam_beta1=0.5" in result.stderr
+    if policy == "SAC":  # the tasks the entry was chosen on (the table's tuned / held out)
         assert config["preset"]["tuned_on"] == ["cheetah-run", "walker-walk", "finger-spin"]
-        assert "preset dm_control/* (crossq=True, policy_freq=3, adam_beta1=0.5" in result.stderr
+    if policy == "TD3":  # a task entry is tuned on its task; its recipe's loop settings
+        assert "tuned_on" not in config["preset"]  # only a `*` entry records its tasks
+        assert config["loop"]["action_repeat"] == 2 and config["loop"]["updates_per_step"] == 2
+        assert config["loop"]["n_step"] == 3 and config["algo"]["hold_exploration"]
     if policy == "MPO":
         assert config["loop"]["n_step"] == 5 and config["algo"]["input_layer"] == "layernorm"
 

@@ -84,6 +84,30 @@ def test_paper_takes_none_and_a_name_takes_its_table(preset_dir):
     assert other.settings == {"n_step": 3}
 
 
+def test_a_task_entry_starts_from_its_base_recipe_and_its_own_keys_win(preset_dir):
+    # One recipe written once ([named.NAME]) and taken by several task entries (`base`),
+    # under --preset auto and by the entry's full name; the entry keeps its own evidence.
+    write(preset_dir, "SAC", TABLES + """
+[named.explore]
+evidence = "docs/results/d"
+n_step = 3
+noise_color = 1.0
+
+[task."dm_control/finger-spin"]
+base = "explore"
+evidence = "docs/results/e"
+noise_color = 0.5
+""")  # fmt: skip
+    entry = presets.resolve("SAC", "dm_control", "finger-spin")
+    assert (entry.name, entry.evidence) == ("dm_control/finger-spin", "docs/results/e")
+    assert entry.settings == {"n_step": 3, "noise_color": 0.5} and entry.tuned_for("finger-spin")
+    by_name = presets.resolve("SAC", "dm_control", "walker-walk", "dm_control/finger-spin")
+    assert by_name.settings == entry.settings
+    write(preset_dir, "SAC", TABLES + '[task."dm_control/x"]\nbase = "gone"\nevidence = "a"\n')
+    with pytest.raises(presets.PresetError, match="base 'gone' is not a named preset"):
+        presets.resolve("SAC", "dm_control", "x")
+
+
 def test_unknown_name_lists_the_choices(preset_dir):
     write(preset_dir, "SAC", TABLES)
     choices = "auto, paper, wide, dm_control/\\*, dm_control/cartpole-swingup"
@@ -137,12 +161,24 @@ def test_every_shipped_preset_is_a_valid_setting_of_its_entry_point(policy, pres
 def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one():
     mpo = presets.resolve("MPO", "dm_control", "walker-walk")
     assert mpo.name == "dm_control/*" and mpo.settings["n_step"] == 5
-    td3 = presets.resolve("TD3", "dm_control", "cartpole-swingup")
+    td3 = presets.resolve("TD3", "dm_control", "pendulum-swingup")
     crossq = {"crossq": True, "policy_freq": 3, "adam_beta1": 0.5, "actor_lr": 1e-3}
     crossq |= {"critic_lr": 1e-3, "start_timesteps": 5000}  # 256-256: the default widths
     assert td3.settings == crossq
     assert td3.name == "dm_control/*" and td3.tuned_for("cheetah-run")
-    assert not td3.tuned_for("cartpole-swingup")
+    assert not td3.tuned_for("pendulum-swingup")
+    # TD3's two cartpole swing-ups take the named `explore` recipe (`base`): the suite entry
+    # with action repeat 2, 2 updates per decision, held pink noise and 3-step returns.
+    explore = presets.resolve("TD3", "dm_control", "walker-walk", choice="explore")
+    assert explore.name == "explore" and explore.settings == {
+        **crossq, "action_repeat": 2, "updates_per_step": 2, "noise_color": 1.0,
+        "hold_exploration": True, "initial_exploration_noise": 1.0,
+        "exploration_decay": 20000, "n_step": 3,
+    }  # fmt: skip
+    for task in ("cartpole-swingup", "cartpole-swingup_sparse"):
+        entry = presets.resolve("TD3", "dm_control", task)
+        assert entry.name == f"dm_control/{task}" and entry.tuned_for(task)
+        assert entry.settings == explore.settings and entry.evidence != explore.evidence
     held_out = presets.resolve("TD3", "dm_control", "walker-run")  # a task no one tuned on
     assert held_out.settings == td3.settings and not held_out.tuned_for("walker-run")
     sac_dmc = presets.resolve("SAC", "dm_control", "cartpole-swingup")

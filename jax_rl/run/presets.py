@@ -12,8 +12,9 @@ with values as the flag would take them, plus `evidence`, the results folder
     [named."NAME/playground/*"]            --preset NAME on that backend's other tasks
 
 A preset may say `device = "gpu"`: it is sized for an accelerator, and the
-start-up line says so when it runs on a CPU. `base = "NAME"` starts a preset from
-the named preset NAME's settings (its own keys win). A backend's `*` entry says
+start-up line says so when it runs on a CPU. `base = "NAME"` starts a preset (a task
+entry or a named one) from the named preset NAME's settings (its own keys win), so a
+recipe that several tasks take is written once. A backend's `*` entry says
 `tuned_on = ["TASK", ...]`: the tasks its settings were chosen on; on every other
 task its results are held out (a task entry is tuned on its own task).
 
@@ -138,13 +139,13 @@ def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset 
     if choice == AUTO:
         for name in (f"{backend}/{task}", f"{backend}/*"):
             if name in tables["task"]:
-                return _preset(policy, name, tables["task"][name])
+                return _preset(policy, name, tables["task"][name], tables["named"])
         return None
     for name in (choice, f"{choice}/{backend}/{task}", f"{choice}/{backend}/*"):
         if name in tables["named"]:
             return _preset(policy, name, tables["named"][name], tables["named"])
     if choice in tables["task"]:
-        return _preset(policy, choice, tables["task"][choice])
+        return _preset(policy, choice, tables["task"][choice], tables["named"])
     known = [AUTO, PAPER, *sorted(tables["named"]), *sorted(tables["task"])]
     raise PresetError(f"unknown preset {choice!r} for {policy}; choose from {', '.join(known)}")
 
