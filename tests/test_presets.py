@@ -161,12 +161,12 @@ def test_every_shipped_preset_is_a_valid_setting_of_its_entry_point(policy, pres
 def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one():
     mpo = presets.resolve("MPO", "dm_control", "walker-walk")
     assert mpo.name == "dm_control/*" and mpo.settings["n_step"] == 5
-    td3 = presets.resolve("TD3", "dm_control", "pendulum-swingup")
+    td3 = presets.resolve("TD3", "dm_control", "hopper-stand")
     crossq = {"crossq": True, "policy_freq": 3, "adam_beta1": 0.5, "actor_lr": 1e-3}
     crossq |= {"critic_lr": 1e-3, "start_timesteps": 5000}  # 256-256: the default widths
     assert td3.settings == crossq
     assert td3.name == "dm_control/*" and td3.tuned_for("cheetah-run")
-    assert not td3.tuned_for("pendulum-swingup")
+    assert not td3.tuned_for("hopper-stand")
     # TD3's two cartpole swing-ups take the named `explore` recipe (`base`): the suite entry
     # with action repeat 2, 2 updates per decision, held pink noise and 3-step returns.
     explore = presets.resolve("TD3", "dm_control", "walker-walk", choice="explore")
@@ -175,14 +175,30 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
         "hold_exploration": True, "initial_exploration_noise": 1.0,
         "exploration_decay": 20000, "n_step": 3,
     }  # fmt: skip
-    for task in ("cartpole-swingup", "cartpole-swingup_sparse"):
+    for task in ("cartpole-swingup", "cartpole-swingup_sparse", "cartpole-balance_sparse"):
         entry = presets.resolve("TD3", "dm_control", task)
         assert entry.name == f"dm_control/{task}" and entry.tuned_for(task)
         assert entry.settings == explore.settings and entry.evidence != explore.evidence
+    # The swing-ups that only red noise meets: the recipe with its own key winning.
+    for task in ("pendulum-swingup", "acrobot-swingup"):
+        entry = presets.resolve("TD3", "dm_control", task)
+        assert entry.name == f"dm_control/{task}" and entry.tuned_for(task)
+        assert entry.settings == {**explore.settings, "noise_color": 2.0}
+    assert presets.resolve("TD3", "dm_control", "cartpole-balance").name == "dm_control/*"
     held_out = presets.resolve("TD3", "dm_control", "walker-run")  # a task no one tuned on
     assert held_out.settings == td3.settings and not held_out.tuned_for("walker-run")
     sac_dmc = presets.resolve("SAC", "dm_control", "cartpole-swingup")
     assert sac_dmc.name == "dm_control/*" and sac_dmc.settings == {**crossq, "alpha_lr": 1e-3}
+    # SAC's `explore`: TD3's loop and exploration parts, its temperature held at 0.1 and then
+    # stepped at the published rate; its sparse swing-up takes it.
+    sac_explore = presets.resolve("SAC", "dm_control", "cartpole-swingup_sparse")
+    assert sac_explore.name == "dm_control/cartpole-swingup_sparse"
+    assert sac_explore.settings == {
+        **crossq, "alpha_lr": 3e-4, "init_alpha": 0.1, "action_repeat": 2,
+        "updates_per_step": 2, "noise_color": 1.0, "hold_exploration": True, "n_step": 3,
+    }  # fmt: skip
+    named = presets.resolve("SAC", "dm_control", "walker-walk", choice="explore")
+    assert named.settings == sac_explore.settings
     assert sac_dmc.tuned_for("walker-walk") and not sac_dmc.tuned_for("finger-turn_easy")
     # ball_in_cup-catch keeps the published SAC, which measured higher than the entry before.
     sac_cup = presets.resolve("SAC", "dm_control", "ball_in_cup-catch")

@@ -454,7 +454,10 @@ SUITES = {
         reference_steps=100_000,
         note=(
             "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or a task's own entry "
-            "(SAC's on ball_in_cup-catch), each tuned on the tasks it was chosen on (its "
+            "(TD3's on cartpole-balance_sparse, the cartpole swing-ups, pendulum-swingup and "
+            "acrobot-swingup: its `explore` recipe; SAC's on ball_in_cup-catch and, its "
+            "`explore`, on cartpole-swingup_sparse), each tuned "
+            "on the tasks it was chosen on (its "
             "`tuned_on`, as the run's config.json records it) and held out on all others; "
             "MPO is left out, too costly over 28 tasks, its cells taking up to twice as long"
         ),
@@ -992,15 +995,18 @@ def write_table(args: argparse.Namespace) -> Path:
     ]  # fmt: skip
     compute, seconds_in_all = [], 0.0
     means: dict[str, dict[str, float]] = {learner: {} for learner in learners}  # the mean rows'
+    held_out: dict[str, list[str]] = {learner: [] for learner in learners}  # and their tasks
     for task in table_tasks(args):
         cells, cost_cells = [], []
         for learner in learners:
             result_dir = args.out / task / learner
             finals = final_returns(result_dir) if result_dir.is_dir() else []
-            tuning = f" ({tuning_of(result_dir, task, learner)})" if finals else ""
-            cells.append(cell_text(finals) + tuning)
+            relation = tuning_of(result_dir, task, learner) if finals else ""
+            cells.append(cell_text(finals) + (f" ({relation})" if relation else ""))
             if finals and task in suite.tasks:  # a task outside the suite is in no mean
                 means[learner][task] = float(np.mean(finals))
+                if relation == "held out":
+                    held_out[learner].append(task)
             seconds = wall_time(result_dir) if result_dir.is_dir() else None
             if seconds is not None:
                 compute.append(f"{learner} {task} {seconds / 60:.0f} min{device_note(result_dir)}")
@@ -1013,7 +1019,7 @@ def write_table(args: argparse.Namespace) -> Path:
             cells.append(f"{reference[0]:.0f} ± {reference[1]:.0f}{mark}" if reference else "-")
         lines.append(f"| {task} | {' | '.join([*cells, *cost_cells])} |")
     if suite.mean_row:
-        lines += mean_rows(args, means, len(costs))
+        lines += mean_rows(args, means, len(costs), held_out)
     by_source: dict[str, list[str]] = {}  # columns citing one source share its line
     for ref in published:
         by_source.setdefault(ref.source, []).append(ref.column)
@@ -1032,7 +1038,9 @@ def write_table(args: argparse.Namespace) -> Path:
             "tasks, beside each published column's mean over the same tasks where it has a "
             "figure on every one of them (- where not). A learner without results on all of "
             "them has a partial row instead, over the tasks it has (learners with the same "
-            "tasks share one), beside the published means over those tasks.",
+            "tasks share one), beside the published means over those tasks. A learner with a "
+            "cell on every task, some of them tuned, also has a row over its held-out tasks "
+            "only, with every other column over the same tasks.",
             "",
         ]
     where = f"{args.seeds} agents, on the 2-core CPU unless another device is named"
@@ -1097,7 +1105,10 @@ def cost_text(result_dir: Path, host_loop: bool) -> str:
 
 
 def mean_rows(
-    args: argparse.Namespace, means: dict[str, dict[str, float]], blank_cells: int
+    args: argparse.Namespace,
+    means: dict[str, dict[str, float]],
+    blank_cells: int,
+    held_out: dict[str, list[str]] | None = None,
 ) -> list[str]:
     """The closing rows of a suite's table (`Suite.mean_row`). `means` holds each learner's
     mean final return per suite task it has results on. The last row, always there, is
@@ -1105,7 +1116,11 @@ def mean_rows(
     each published column with a figure on all of them. Above it, a partial row per set of
     tasks that learners without all of them have ("mean over 9 of 28 tasks"), the learners
     with that set and each published column's mean over the same tasks: a part is never
-    set beside the whole. "-" where a column has no such mean."""
+    set beside the whole. "-" where a column has no such mean. `held_out` (each learner's
+    tasks whose preset was chosen elsewhere) adds, for each learner with results on every
+    task and a task tuned on, a row over its held-out tasks ("mean over TD3's 22 held-out
+    tasks"), every learner with all tasks and each published column over those same tasks:
+    the figure that tuning did not touch, beside the others on equal ground."""
     suite, tasks = args.suite, args.suite.tasks
 
     def row(label: str, over: Sequence[str], members: Sequence[str]) -> str:
@@ -1130,6 +1145,10 @@ def mean_rows(
         for has, members in partial.items()
     ]  # fmt: skip
     full = [learner for learner in suite.learners if len(means[learner]) == len(tasks)]
+    for learner in full:
+        kept = (held_out or {}).get(learner, [])
+        if kept and len(kept) < len(tasks):  # all held out: the whole row says it
+            rows.append(row(f"mean over {learner}'s {len(kept)} held-out tasks", kept, full))
     return [*rows, row(f"**mean over the {len(tasks)} tasks**", tasks, full)]
 
 
