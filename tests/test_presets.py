@@ -175,7 +175,8 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
         "hold_exploration": True, "initial_exploration_noise": 1.0,
         "exploration_decay": 20000, "n_step": 3,
     }  # fmt: skip
-    for task in ("cartpole-swingup", "cartpole-swingup_sparse", "cartpole-balance_sparse"):
+    explored = ("cartpole-swingup", "cartpole-swingup_sparse", "cartpole-balance_sparse")
+    for task in (*explored, "finger-turn_easy", "finger-turn_hard"):
         entry = presets.resolve("TD3", "dm_control", task)
         assert entry.name == f"dm_control/{task}" and entry.tuned_for(task)
         assert entry.settings == explore.settings and entry.evidence != explore.evidence

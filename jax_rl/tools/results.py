@@ -454,8 +454,10 @@ SUITES = {
         reference_steps=100_000,
         note=(
             "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or a task's own entry "
-            "(TD3's on cartpole-balance_sparse, the cartpole swing-ups, pendulum-swingup and "
-            "acrobot-swingup: its `explore` recipe; SAC's on ball_in_cup-catch and, its "
+            "(TD3's on cartpole-balance_sparse, the cartpole swing-ups, the finger turns, "
+            "pendulum-swingup and acrobot-swingup: its `explore` recipe, with red noise on "
+            "the last two; SAC's on "
+            "ball_in_cup-catch and, its "
             "`explore`, on cartpole-swingup_sparse), each tuned "
             "on the tasks it was chosen on (its "
             "`tuned_on`, as the run's config.json records it) and held out on all others; "
