@@ -456,10 +456,8 @@ SUITES = {
             "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or a task's own entry "
             "(TD3's on cartpole-balance_sparse, the cartpole swing-ups, the finger turns, "
             "pendulum-swingup and acrobot-swingup: its `explore` recipe, with red noise on "
-            "the last two; SAC's on "
-            "ball_in_cup-catch and, its "
-            "`explore`, on cartpole-swingup_sparse), each tuned "
-            "on the tasks it was chosen on (its "
+            "the last two; SAC's on ball_in_cup-catch and, its `explore`, on "
+            "cartpole-swingup_sparse), each tuned on the tasks it was chosen on (its "
             "`tuned_on`, as the run's config.json records it) and held out on all others; "
             "MPO is left out, too costly over 28 tasks, its cells taking up to twice as long"
         ),
