@@ -453,11 +453,9 @@ SUITES = {
         references=DMC28_REFERENCES,
         reference_steps=100_000,
         note=(
-            "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or a task's own entry "
-            "(TD3's on cartpole-balance_sparse, the cartpole swing-ups, the finger turns, "
-            "pendulum-swingup and acrobot-swingup: its `explore` recipe, with red noise on "
-            "the last two; SAC's on ball_in_cup-catch and, its `explore`, on "
-            "cartpole-swingup_sparse), each tuned on the tasks it was chosen on (its "
+            "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or the task's own entry "
+            "where the learner's presets file has one (each cell's config.json names the "
+            "entry it ran), each tuned on the tasks it was chosen on (its "
             "`tuned_on`, as the run's config.json records it) and held out on all others; "
             "MPO is left out, too costly over 28 tasks, its cells taking up to twice as long"
         ),
@@ -1108,7 +1106,7 @@ def mean_rows(
     args: argparse.Namespace,
     means: dict[str, dict[str, float]],
     blank_cells: int,
-    held_out: dict[str, list[str]] | None = None,
+    held_out: dict[str, list[str]],
 ) -> list[str]:
     """The closing rows of a suite's table (`Suite.mean_row`). `means` holds each learner's
     mean final return per suite task it has results on. The last row, always there, is
@@ -1146,7 +1144,7 @@ def mean_rows(
     ]  # fmt: skip
     full = [learner for learner in suite.learners if len(means[learner]) == len(tasks)]
     for learner in full:
-        kept = (held_out or {}).get(learner, [])
+        kept = held_out[learner]
         if kept and len(kept) < len(tasks):  # all held out: the whole row says it
             rows.append(row(f"mean over {learner}'s {len(kept)} held-out tasks", kept, full))
     return [*rows, row(f"**mean over the {len(tasks)} tasks**", tasks, full)]
