@@ -207,10 +207,14 @@ def _two_devices(out: Path) -> None:
 
 def test_two_simulated_devices_give_the_results_of_one(runs, tmp_path):
     _, together, _ = runs["SAC"]
-    # The CPU's two simulated devices, also where an accelerator is visible.
+    # The CPU's two simulated devices, also where an accelerator is visible. A collective
+    # waits for both devices' threads; on a loaded 2-core machine one can be starved past
+    # XLA's 40 s abort (seen once under `make test`), so the wait is allowed 10 minutes.
+    flags = "--xla_force_host_platform_device_count=2"
+    flags += " --xla_cpu_collective_call_terminate_timeout_seconds=600"
     env = {
         **os.environ,
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "XLA_FLAGS": flags,
         "JAX_PLATFORMS": "cpu",
     }
     result = subprocess.run(
