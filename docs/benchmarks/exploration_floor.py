@@ -82,9 +82,7 @@ def main() -> int:
     repeats = [int(k) for k in args.repeats.split(",")]
     print("| task | process | K | episodes with a reward | mean return (sd) | s |")
     print("|---|---|---|---|---|---|")
-    for task, (name, std, beta), k in itertools.product(
-        args.tasks.split(","), PROCESSES, repeats
-    ):
+    for task, (name, std, beta), k in itertools.product(args.tasks.split(","), PROCESSES, repeats):
         start = time.perf_counter()
         returns = np.asarray(play(task, std, beta, k, args.episodes, args.seed))
         seconds = time.perf_counter() - start
