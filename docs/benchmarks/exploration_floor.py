@@ -70,19 +70,41 @@ def play(task: str, std: float | None, beta: float, repeat: int, episodes: int, 
     return returns
 
 
+def _processes(parser: argparse.ArgumentParser, text: str) -> list[tuple[str, float, float]]:
+    """`std:beta,...` as (name, std, beta) rows; a bad pair ends the run with one line."""
+    names = {0.0: "white", 1.0: "pink", 2.0: "red"}
+    rows = []
+    for pair in text.split(","):
+        try:
+            std, beta = (float(x) for x in pair.split(":"))
+        except ValueError:
+            parser.error(f"--processes: {pair!r} is not std:beta (two numbers, e.g. 2:2)")
+        if not (std > 0 and beta >= 0):
+            parser.error(f"--processes: {pair!r} needs std > 0 and beta >= 0")
+        rows.append((f"{names.get(beta, f'beta {beta:g}')} {std:g}", std, beta))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--repeats", default="1,2", help="action repeats K to try")
     parser.add_argument("--episodes", type=int, default=10, help="episodes per process")
+    parser.add_argument(
+        "--processes",
+        default=None,
+        help="Gaussian processes to play in place of the standard list, as std:beta pairs "
+        "(beta 0 white, 1 pink, 2 red), e.g. 1:2,2:2",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the rows as JSON here")
     args = parser.parse_args()
     rows = []
     repeats = [int(k) for k in args.repeats.split(",")]
+    processes = PROCESSES if args.processes is None else _processes(parser, args.processes)
     print("| task | process | K | episodes with a reward | mean return (sd) | s |")
     print("|---|---|---|---|---|---|")
-    for task, (name, std, beta), k in itertools.product(args.tasks.split(","), PROCESSES, repeats):
+    for task, (name, std, beta), k in itertools.product(args.tasks.split(","), processes, repeats):
         start = time.perf_counter()
         returns = np.asarray(play(task, std, beta, k, args.episodes, args.seed))
         seconds = time.perf_counter() - start
