@@ -188,7 +188,7 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     own = {"acrobot-swingup": red | slower, "pendulum-swingup": red | slower | wide}
     kept = (
         "cartpole-balance_sparse", "cartpole-balance", "ball_in_cup-catch", "reacher-easy",
-        "walker-stand",
+        "walker-stand", "fish-swim", "hopper-hop",
     )  # fmt: skip
     own |= dict.fromkeys(kept, slower)
     for task, settings in own.items():
