@@ -9,9 +9,10 @@ init: $(BIN)/activate-done
 
 # The lock file pins every package (pip freeze of a working environment);
 # the project itself is installed editable on top, without re-resolving.
-$(BIN)/activate-done: requirements.lock pyproject.toml
+$(BIN)/activate-done: requirements.lock requirements-nodeps.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
