@@ -10,7 +10,10 @@
     result.run_dir                # the run folder, as the command line writes it
 
 `env` names a task as the presets do: "dm_control/<domain>-<task>",
-"gymnasium/<Env-vN>", "brax/<env>" or "playground/<Task>". Every other keyword is a
+"gymnasium/<Env-vN>" (or "gymnasium/<module>:<Env-vN>", importing the module that
+registers it), "brax/<env>" or "playground/<Task>"; or it is a user's own environment
+(`jax_rl.envs.custom`, docs/custom_envs.md): a factory of Gymnasium or dm_control
+environments, or a Brax or Playground environment object. Every other keyword is a
 flag of that task's entry point, by the flag's name (`python jax_rl/main_gym.py --policy
 SAC --help` lists them): the same parser checks it, the same presets apply (`preset=`),
 and the same driver trains. So `jax_rl.train(...)` runs exactly what the matching
@@ -42,6 +45,7 @@ class TrainResult:
     run_dir: Path
     evaluations: list[list[dict[str, float]]]  # per agent: one row per evaluation
     config: dict[str, Any]  # the run's config.json
+    env: Any = None  # the environment handed to `train` (a custom one), to reopen the run with
 
     @property
     def final_returns(self) -> list[float]:
@@ -53,7 +57,7 @@ class TrainResult:
         the `State` its learner's `act` takes."""
         from jax_rl.run import saved
 
-        run = saved.open_run(self.run_dir)
+        run = saved.open_run(self.run_dir, env=self.env)
         (agent,) = run.select(index)
         run.check_checkpoint(checkpoint)
         env = run.open_env(run.fresh_seed(agent), None)
@@ -98,9 +102,13 @@ def flag_values(settings: dict[str, Any], switches: set[str]) -> list[str]:
     return argv
 
 
+# Flags that name the task: a custom environment is the task itself.
+TASK_FLAGS = ("env", "domain_name", "task_name")
+
+
 def train(
     policy: str = "TD3",
-    env: str = "dm_control/cartpole-swingup",
+    env: Any = "dm_control/cartpole-swingup",
     *,
     progress: bool = True,
     **settings: Any,
@@ -110,7 +118,24 @@ def train(
     RuntimeError if training itself fails (its message names the run folder)."""
     from jax_rl.run import cli, driver
 
-    kind, argv = task_flags(env)
+    custom = None
+    if isinstance(env, str):
+        kind, argv = task_flags(env)
+        label = env
+    else:
+        from jax_rl.envs.custom import identify
+
+        custom = identify(env)  # ValueError (one line) for one the learners cannot drive
+        kind, argv, label = custom.kind, [], f"{custom.kind} {custom.name}"
+        named = [name for name in settings if name in TASK_FLAGS]
+        if named:
+            raise ValueError(f"{named[0]}= names a task; env= is the environment already")
+        if settings.get("engine", "local") != "local":
+            raise ValueError(
+                f"engine={settings['engine']!r} builds each worker's environments from the "
+                "task's name; an environment handed over as an object trains with the local "
+                "engine"
+            )
     module_name, backend_name = BACKENDS[kind]
     module = importlib.import_module(module_name)
     parser = module.build_parser()
@@ -118,32 +143,36 @@ def train(
     unknown = [name for name in settings if name not in flags or name == "help"]
     if unknown:
         raise ValueError(
-            f"unknown setting {unknown[0]!r} for {env}: the settings are the flags of "
+            f"unknown setting {unknown[0]!r} for {label}: the settings are the flags of "
             f"jax_rl/{module_name.split('.')[-1]}.py (--policy {policy} --help lists them)"
         )
     switches = {name for name, a in flags.items() if a.nargs == 0}
     argv = ["--policy", policy, *argv, *flag_values(settings, switches)]
     if not progress:
         argv.append("--no_progress")
+    backend = getattr(module, backend_name)(custom=custom)
     try:
-        finished = driver.run(argv, parser, getattr(module, backend_name)())
+        finished = driver.run(argv, parser, backend)
     except cli.UsageError as e:
         raise ValueError(e.message) from None
     if finished.code != 0 or finished.save_dir is None:
         where = f"; see {finished.save_dir}" if finished.save_dir else ""
         raise RuntimeError(f"training stopped with exit code {finished.code}{where}")
-    return read_result(finished.save_dir)
+    return read_result(finished.save_dir, None if custom is None else env)
 
 
-def read_result(run_dir: Path) -> TrainResult:
-    """A finished run folder as a TrainResult."""
+def read_result(run_dir: Path, env: Any = None) -> TrainResult:
+    """A finished run folder as a TrainResult. `env`: a run's custom environment (the
+    factory or object it trained on), handed over again where config.json has no import
+    path for it (`jax_rl.envs.custom`)."""
     from jax_rl.run import saved
 
-    run = saved.open_run(run_dir)
+    run = saved.open_run(run_dir, env=env, lazy_env=True)  # the results need no environment
     return TrainResult(
         run_dir=Path(run_dir),
         evaluations=[_rows(agent.directory / "evaluations.csv") for agent in run.agents],
         config=run.config,
+        env=env,
     )
 
 

@@ -30,7 +30,10 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jax_rl.envs.custom import CustomEnv
 
 if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
@@ -128,52 +131,81 @@ def check_environment(name: str, backend: str | None) -> None:
 
 class BraxBackend:
     """Brax's environments and Playground's DM Control tasks: one device pipeline. `check`
-    (which the driver calls first) sets `kind` and `run_prefix` from the task's registry."""
+    (which the driver calls first) sets `kind` and `run_prefix` from the task's registry.
+    With `custom` (a Brax or Playground environment handed to `jax_rl.train`,
+    `jax_rl.envs.custom`) that environment is the task, whatever --env says."""
 
     kind = "brax"
     run_prefix = "brax-"
     loop_config_class = DeviceLoopConfig
 
+    def __init__(self, custom: CustomEnv | None = None) -> None:
+        self.custom = custom
+        self._object: Any = None  # the custom environment, made once: one for every use
+
+    def custom_object(self) -> Any:
+        """The custom environment object (its factory called once)."""
+        assert self.custom is not None
+        if self._object is None:
+            self._object = self.custom.make()
+        return self._object
+
+    def playground(self, args: argparse.Namespace) -> bool:
+        if self.custom is not None:
+            return self.custom.kind == "playground"
+        return is_playground(args)
+
     def check(self, args: argparse.Namespace) -> None:
-        check_environment(args.env, args.backend)
-        if is_playground(args):
+        from jax_rl.envs import UnknownEnvironmentError
+
+        if self.custom is None:
+            check_environment(args.env, args.backend)
+        elif args.backend not in (None, CUSTOM_BACKEND):
+            raise UnknownEnvironmentError(
+                f"{self.custom.name} is stepped by its own code: it takes no --backend "
+                f"(given {args.backend!r})"
+            )
+        if self.playground(args):
             self.kind, self.run_prefix = "playground", "playground-"
         elif args.asymmetric_obs == "on":
-            from jax_rl.envs import UnknownEnvironmentError
-
             raise UnknownEnvironmentError(
-                f"--asymmetric_obs on: Brax's {args.env} observes an array, not a dict with "
-                "'state' and 'privileged_state'; use --asymmetric_obs auto or off"
+                f"--asymmetric_obs on: Brax's {self.task(args)} observes an array, not a dict "
+                "with 'state' and 'privileged_state'; use --asymmetric_obs auto or off"
             )
 
     def task(self, args: argparse.Namespace) -> str:
-        return args.env
+        return args.env if self.custom is None else self.custom.name
 
     def physics(self, args: argparse.Namespace) -> str:
         from jax_rl.envs import playground
 
-        if args.env == point_mass.NAME:
+        if args.env == point_mass.NAME or self.custom is not None:
             return CUSTOM_BACKEND
         default = playground.DEFAULT_IMPL if is_playground(args) else BRAX_BACKEND
         return args.backend or default
 
-    def env_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        fields = {"env": args.env, "backend": self.physics(args)}
-        if is_playground(args):
-            from jax_rl.envs import playground
+    def task_defaults(self, args: argparse.Namespace) -> Any:
+        """A Playground task's defaults (`playground.TaskDefaults`), else Brax's."""
+        from jax_rl.envs import playground
 
-            fields["action_repeat"] = playground.task_defaults(args.env).action_repeat
+        if self.custom is not None and self.playground(args):
+            return playground.defaults_of(self.custom_object())
+        if self.playground(args):
+            return playground.task_defaults(args.env)
+        return DeviceLoopConfig()
+
+    def env_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+        fields: dict[str, Any] = {"env": self.task(args), "backend": self.physics(args)}
+        if self.custom is not None:
+            fields["custom_env"] = self.custom.record()
+        if self.playground(args):
+            fields["action_repeat"] = self.task_defaults(args).action_repeat
             fields["asymmetric_obs"] = args.asymmetric_obs
         return fields
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
         """The flags given (or a preset's), else the task's defaults."""
-        if is_playground(args):
-            from jax_rl.envs import playground
-
-            defaults: Any = playground.task_defaults(args.env)
-        else:
-            defaults = DeviceLoopConfig()
+        defaults = self.task_defaults(args)
         names = ("num_envs", "updates_per_step", "episode_length")
         return {
             name: getattr(defaults, name) if getattr(args, name) is None else getattr(args, name)
@@ -190,34 +222,39 @@ class BraxBackend:
     ) -> Any:
         """The batched environment (one for every agent: seeds are keys on the device;
         the player draws frames from its `mj_model`)."""
-        if is_playground(args):
-            from jax_rl import algos
-            from jax_rl.envs import playground
-            from jax_rl.envs.observation import NoPrivilegedStateError
-            from jax_rl.run import cli
-
-            try:
-                env = playground.make_env(
-                    args.env,
-                    self.physics(args),
-                    loop_config.episode_length,
-                    asymmetric_obs=getattr(args, "asymmetric_obs", "auto"),
-                )
-            except NoPrivilegedStateError as e:
-                cli.fail(str(e))
-            learner_fields = {f.name for f in dataclasses.fields(algos.get(args.policy).Config)}
-            if env.actor_obs_size and "actor_obs_size" not in learner_fields:
-                cli.fail(
-                    f"{args.env} gives the critics a privileged state, which --policy "
-                    f"{args.policy} cannot split from the actor's; use TD3 or SAC, or "
-                    "--asymmetric_obs off"
-                )
-            return env
-        if args.env == point_mass.NAME:
-            return point_mass.point_mass_env(loop_config.episode_length)
         from jax_rl.envs.brax import BraxEnv
 
+        if self.playground(args):
+            return self._playground_env(args, loop_config)
+        if self.custom is not None:
+            return BraxEnv.wrap(self.custom.name, self.custom_object(), loop_config.episode_length)
+        if args.env == point_mass.NAME:
+            return point_mass.point_mass_env(loop_config.episode_length)
         return BraxEnv(args.env, self.physics(args), loop_config.episode_length)
+
+    def _playground_env(self, args: argparse.Namespace, loop_config: Any) -> Any:
+        from jax_rl import algos
+        from jax_rl.envs import playground
+        from jax_rl.envs.observation import NoPrivilegedStateError
+        from jax_rl.run import cli
+
+        mode = getattr(args, "asymmetric_obs", "auto")
+        length = loop_config.episode_length
+        try:
+            if self.custom is not None:
+                env = playground.wrap_env(self.custom_object(), self.custom.name, length, mode)
+            else:
+                env = playground.make_env(args.env, self.physics(args), length, asymmetric_obs=mode)
+        except NoPrivilegedStateError as e:
+            cli.fail(str(e))
+        learner_fields = {f.name for f in dataclasses.fields(algos.get(args.policy).Config)}
+        if env.actor_obs_size and "actor_obs_size" not in learner_fields:
+            cli.fail(
+                f"{self.task(args)} gives the critics a privileged state, which --policy "
+                f"{args.policy} cannot split from the actor's; use TD3 or SAC, or "
+                "--asymmetric_obs off"
+            )
+        return env
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jax_rl.envs.custom import CustomEnv
+    from jax_rl.envs.dm_control import DMControlEnv
 
 if __package__ in (None, ""):
     # Run as a script: put the project root, not jax_rl/, first on the path.
@@ -67,15 +71,36 @@ def add_collection_flags(parser: argparse.ArgumentParser) -> None:
 
 
 class DMControlBackend:
+    """The suite task --domain_name and --task_name name, or `custom`: a factory handed to
+    `jax_rl.train` (`jax_rl.envs.custom`), which then makes every environment and names
+    the task."""
+
     kind = "dm_control"
     run_prefix = ""
     loop_config_class = HostLoopConfig
 
+    def __init__(self, custom: CustomEnv | None = None) -> None:
+        self.custom = custom
+
     def task(self, args: argparse.Namespace) -> str:
+        if self.custom is not None:
+            return self.custom.name
         return f"{args.domain_name}-{args.task_name}"
 
     def env_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+        if self.custom is not None:
+            return {"env": self.custom.name, "custom_env": self.custom.record()}
         return {"domain_name": args.domain_name, "task_name": args.task_name}
+
+    def make_env(
+        self, args: argparse.Namespace, seed: int, render_size: tuple[int, int] | None = None
+    ) -> DMControlEnv:
+        """One environment (`check` has passed), seeded with `seed`."""
+        from jax_rl.envs.dm_control import DMControlEnv
+
+        if self.custom is None:
+            return DMControlEnv(args.domain_name, args.task_name, seed, render_size)
+        return DMControlEnv.of(self.custom.make(), self.custom.name, seed, render_size)
 
     def loop_fields(self, args: argparse.Namespace) -> dict[str, Any]:
         return {
@@ -85,32 +110,28 @@ class DMControlBackend:
         }
 
     def check(self, args: argparse.Namespace) -> None:
-        from jax_rl.envs.dm_control import DMControlEnv, check_task
+        from jax_rl.envs.dm_control import check_task
         from jax_rl.envs.repeat import check_action_repeat
 
-        check_task(args.domain_name, args.task_name)
+        if self.custom is None:
+            check_task(args.domain_name, args.task_name)
         if args.action_repeat != 1:
-            frames = DMControlEnv(args.domain_name, args.task_name, seed=0).episode_frames
+            frames = self.make_env(args, seed=0).episode_frames
             check_action_repeat(args.action_repeat, frames, self.task(args))
 
     def open(self, args: argparse.Namespace, loop_config: Any, seeds: list[int]) -> Any:
-        from jax_rl.envs.dm_control import DMControlEnv
         from jax_rl.run.trainers import HostTrainer
 
         return HostTrainer.for_seeds(
-            lambda seed: DMControlEnv(args.domain_name, args.task_name, seed=seed),
-            seeds,
-            loop_config.action_repeat,
+            lambda seed: self.make_env(args, seed), seeds, loop_config.action_repeat
         )
 
     def open_for_watching(
         self, args: argparse.Namespace, loop_config: Any, seed: int, size: tuple[int, int] | None
     ) -> Any:
-        from jax_rl.envs.dm_control import DMControlEnv
         from jax_rl.envs.repeat import repeat_actions
 
-        env = DMControlEnv(args.domain_name, args.task_name, seed=seed, render_size=size)
-        return repeat_actions(env, loop_config.action_repeat)
+        return repeat_actions(self.make_env(args, seed, size), loop_config.action_repeat)
 
 
 def main(argv: list[str] | None = None) -> int:

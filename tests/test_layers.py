@@ -13,10 +13,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "jax_rl"
 
 FLOORS: list[tuple[str, set[str]]] = [
+    ("data: transitions, replay, noise, populations, random state", {"core"}),
     (
-        "pieces: data, networks, environments, outputs",
+        "pieces: networks, environments, outputs",
         {
-            "core", "networks", "envs", "io", "algos.common", "algos.sale", "algos.critics",
+            "networks", "envs", "io", "algos.common", "algos.sale", "algos.critics",
             "algos.targets", "algos.exploration", "run.presets", "run.cluster",
         },
     ),

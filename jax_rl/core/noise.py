@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jax_rl.envs import random_state_from_json, random_state_to_json
+from jax_rl.core.random_state import random_state_from_json, random_state_to_json
 
 SEQUENCE_LENGTH = 1000
 """steps per drawn sequence: dm_control's episode length (a new one starts with every episode)"""

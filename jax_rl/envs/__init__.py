@@ -12,6 +12,11 @@ class UnknownEnvironmentError(ValueError):
     """An environment name that does not exist; the message lists the valid ones."""
 
 
+class UnsupportedEnvironmentError(UnknownEnvironmentError):
+    """An environment the learners cannot drive (discrete actions, unbounded actions,
+    images, dict observations, ...); the message is one line naming what they need."""
+
+
 class EnvironmentSettingError(ValueError):
     """A setting the environment cannot take (an action repeat longer than its episode,
     say); the message is one line."""
@@ -55,20 +60,3 @@ class HostEnv(Protocol):
     def set_state(self, state: dict[str, Any]) -> None:
         """Continue from a state `get_state` returned (possibly in another process)."""
         ...
-
-
-def random_state_to_json(rng: Any) -> Any:
-    """A NumPy `RandomState` or `Generator` state as JSON-compatible values."""
-    if hasattr(rng, "bit_generator"):
-        return rng.bit_generator.state  # nested dicts of ints (Python ints are exact in JSON)
-    name, keys, pos, has_gauss, cached = rng.get_state()
-    return [name, [int(k) for k in keys], int(pos), int(has_gauss), float(cached)]
-
-
-def random_state_from_json(rng: Any, state: Any) -> None:
-    """Set `rng` (RandomState or Generator) to a state `random_state_to_json` returned."""
-    if hasattr(rng, "bit_generator"):
-        rng.bit_generator.state = state
-    else:
-        name, keys, pos, has_gauss, cached = state
-        rng.set_state((name, np.asarray(keys, np.uint32), pos, has_gauss, cached))

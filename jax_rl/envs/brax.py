@@ -171,14 +171,16 @@ class BraxEnv:
         """The MuJoCo model to draw these environments with (`jax_rl.io.video`), or None for
         one that has none (a custom environment without an `mj_model`)."""
         if self._custom is not None:
-            return getattr(self._custom, "mj_model", None)
-        return getattr(self._env.sys, "mj_model", None)
+            model = getattr(self._custom, "mj_model", None)
+            if model is not None:
+                return model
+        return getattr(getattr(self._env, "sys", None), "mj_model", None)
 
     def qpos(self, state: EnvState) -> jax.Array:
         """[N, nq] joint positions of the N environments (what `mj_model` is drawn in)."""
-        if self._custom is not None:
+        if self._custom is not None and hasattr(self._custom, "qpos"):
             return jax.vmap(self._custom.qpos)(state.physics)
-        return state.physics.pipeline_state.q
+        return state.physics.pipeline_state.q  # a Brax pipeline's state (a custom one's too)
 
     def _reset_physics(self, key: jax.Array, num_envs: int) -> Any:
         return _strongly_typed(jax.vmap(self._env.reset)(jax.random.split(key, num_envs)))

@@ -3,7 +3,10 @@
 Any registered Gymnasium environment with a `Box` action space (finite bounds) and
 a flat (1-D) `Box` observation space works; `check_env` refuses the others (discrete
 actions, images, dict observations) with one line before anything compiles. The
-MuJoCo tasks (HalfCheetah-v5, Hopper-v5, ...) are the ones we test and report.
+MuJoCo tasks (HalfCheetah-v5, Hopper-v5, ...) are the ones we test and report. An id
+in Gymnasium's `module:Env-vN` form imports `module` first (which registers
+`Env-vN`: a user's own environment, `registered_id`); `GymnasiumEnv.of` adopts an
+environment already made (by a factory handed to `jax_rl.train`, `jax_rl.envs.custom`).
 
 Episode ends: `terminated` is a true terminal (discount 0); `truncated` alone (the
 `TimeLimit`) bootstraps (discount 1) from the observation the step returned, the
@@ -39,6 +42,7 @@ initialised), and MUJOCO_GL is left as the user set it.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
 from typing import Any, cast
@@ -47,12 +51,8 @@ import gymnasium
 import mujoco
 import numpy as np
 
-from jax_rl.envs import (
-    HostStep,
-    UnknownEnvironmentError,
-    random_state_from_json,
-    random_state_to_json,
-)
+from jax_rl.core.random_state import random_state_from_json, random_state_to_json
+from jax_rl.envs import HostStep, UnknownEnvironmentError, UnsupportedEnvironmentError
 
 # What MuJoCo computes from the state inside a step and Python code may read before
 # the next one; after a step they belong to the start of its last substep.
@@ -73,12 +73,47 @@ def mujoco_ids() -> list[str]:
     )
 
 
+def registered_id(env_id: str) -> str:
+    """The registry's id for `env_id`: itself, or for Gymnasium's `module:Env-vN` form
+    (`gymnasium.make` takes it too) `Env-vN`, once `module` is imported here, which
+    registers it. UnknownEnvironmentError (one line) for a module that does not import,
+    whatever it raises, or that registers no such id."""
+    module, colon, name = env_id.partition(":")
+    if not colon:
+        return env_id
+    if not module or not name:
+        raise UnknownEnvironmentError(
+            f"Gymnasium id {env_id!r}: give module:Env-vN (importing the module registers "
+            "Env-vN), e.g. my_pkg.envs:MyEnv-v0"
+        )
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - whatever the user's module raises: one line
+        raise UnknownEnvironmentError(
+            f"Gymnasium id {env_id!r}: module {module!r} does not import "
+            f"({type(e).__name__}: {_first_line(e)}); it must be importable (installed, or "
+            "on PYTHONPATH)"
+        ) from None
+    if name not in gymnasium.registry:
+        raise UnknownEnvironmentError(
+            f"Gymnasium id {env_id!r}: module {module!r} imports but registers no {name!r} "
+            f"(gymnasium.register(id={name!r}, entry_point=...) in it would)"
+        )
+    return name
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def make(
     env_id: str, max_episode_steps: int | None = None, render_size: tuple[int, int] | None = None
 ) -> gymnasium.Env:
     """`gymnasium.make`, raising UnknownEnvironmentError (one line) where it cannot; with
-    `render_size` (width, height) it renders `rgb_array` frames of that size."""
-    if env_id not in gymnasium.registry:
+    `render_size` (width, height) it renders `rgb_array` frames of that size. A
+    `module:Env-vN` id imports its module first (`registered_id`)."""
+    if registered_id(env_id) not in gymnasium.registry:
         raise UnknownEnvironmentError(
             f"unknown Gymnasium environment {env_id!r}; installed MuJoCo environments: "
             f"{', '.join(mujoco_ids())} (any registered id with Box actions and flat Box "
@@ -89,9 +124,8 @@ def make(
             return gymnasium.make(env_id, max_episode_steps=max_episode_steps)
         return _make_rendering(env_id, max_episode_steps, render_size)
     except (gymnasium.error.Error, ImportError) as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnknownEnvironmentError(
-            f"Gymnasium environment {env_id!r} cannot be made: {reason}"
+            f"Gymnasium environment {env_id!r} cannot be made: {_first_line(e)}"
         ) from None
 
 
@@ -114,22 +148,30 @@ def _make_rendering(
 
 
 def check_spaces(env_id: str, env: gymnasium.Env) -> None:
-    """Raise UnknownEnvironmentError unless the learners can drive `env`."""
+    """Raise UnsupportedEnvironmentError (one line naming what they need) unless the
+    learners can drive `env`."""
     action, observation = env.action_space, env.observation_space
     if not isinstance(action, gymnasium.spaces.Box):
-        raise UnknownEnvironmentError(
+        raise UnsupportedEnvironmentError(
             f"{env_id} has {type(action).__name__} actions; the learners need continuous "
-            "(Box) actions"
+            "(Box) actions: a 1-D Box with finite bounds"
         )
     if len(action.shape) != 1 or not (
         np.isfinite(action.low).all() and np.isfinite(action.high).all()
     ):
-        raise UnknownEnvironmentError(
-            f"{env_id}'s action space {action} is not a 1-D Box with finite bounds"
+        raise UnsupportedEnvironmentError(
+            f"{env_id}'s action space {action} is not a 1-D Box with finite bounds, which the "
+            "learners need (their actions in [-1, 1] are scaled to the bounds)"
+        )
+    if isinstance(observation, gymnasium.spaces.Dict):
+        raise UnsupportedEnvironmentError(
+            f"{env_id} observes a Dict ({', '.join(map(str, observation.spaces))}); the "
+            "learners need flat (1-D Box) observations (gymnasium.wrappers.FlattenObservation "
+            "makes one of a Dict of Boxes)"
         )
     if not isinstance(observation, gymnasium.spaces.Box) or len(observation.shape) != 1:
         what = "images" if len(getattr(observation, "shape", None) or ()) == 3 else observation
-        raise UnknownEnvironmentError(
+        raise UnsupportedEnvironmentError(
             f"{env_id} observes {what}; the learners need flat (1-D Box) observations"
         )
 
@@ -159,10 +201,31 @@ class GymnasiumEnv:
         max_episode_steps: int | None = None,
         render_size: tuple[int, int] | None = None,
     ) -> None:
-        self.name = env_id
+        self._adopt(make(env_id, max_episode_steps, render_size), env_id, seed, render_size)
+
+    @classmethod
+    def of(
+        cls, env: gymnasium.Env, name: str, seed: int, render_size: tuple[int, int] | None = None
+    ) -> GymnasiumEnv:
+        """An environment made elsewhere (a user's factory), under `name`, seeded and
+        checked as a registered one. It draws frames (`render_size`) only if it was made
+        with `render_mode="rgb_array"`, at its own size: UnsupportedEnvironmentError if not."""
+        if render_size is not None and env.render_mode != "rgb_array":
+            raise UnsupportedEnvironmentError(
+                f"{name} draws no frames (render_mode={env.render_mode!r}); to render or "
+                "record it, its factory must make it with render_mode='rgb_array'"
+            )
+        adapter = cls.__new__(cls)
+        adapter._adopt(env, name, seed, render_size)
+        return adapter
+
+    def _adopt(
+        self, env: gymnasium.Env, name: str, seed: int, render_size: tuple[int, int] | None
+    ) -> None:
+        self.name = name
         self.render_size = render_size
-        self._env = make(env_id, max_episode_steps, render_size)
-        check_spaces(env_id, self._env)
+        self._env = env
+        check_spaces(name, self._env)
         self._seed = seed
         self._seeded = False
         space = cast(gymnasium.spaces.Box, self._env.action_space)

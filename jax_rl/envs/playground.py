@@ -12,7 +12,8 @@ can split between actor and critics (`jax_rl.envs.observation`).
 
 `make_env(name)` returns the pipeline's batched environment
 (`envs.brax.BraxEnv`, built with `BraxEnv.wrap`) around `PlaygroundTask`, which
-gives one Playground environment Brax's `Env` API:
+gives one Playground environment Brax's `Env` API (`wrap_env(env, name)` does the
+same for a Playground environment object a user made, `jax_rl.envs.custom`):
 
 - the task comes from Playground's registry by name, with its published default
   configuration (`registry.get_default_config`): control and physics
@@ -55,8 +56,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_rl.envs import UnknownEnvironmentError
-from jax_rl.envs.brax import BraxEnv, load_mjx
+from jax_rl.envs import UnknownEnvironmentError, UnsupportedEnvironmentError
+from jax_rl.envs.brax import CUSTOM_BACKEND, BraxEnv, load_mjx
 from jax_rl.envs.observation import Layout
 
 IMPLS = ("jax",)  # MJX implementations the pipeline runs (warp needs CUDA: not yet)
@@ -206,13 +207,21 @@ def published_config(name: str) -> Any:
 
 def task_defaults(name: str) -> TaskDefaults:
     """The device loop's defaults for task `name`: the one place they come from."""
-    config = published_config(name)
-    loop = TASK_DEFAULTS.get(name, LoopDefaults())
-    repeat = int(config.action_repeat)
+    return _defaults(published_config(name), TASK_DEFAULTS.get(name, LoopDefaults()))
+
+
+def defaults_of(env: Any) -> TaskDefaults:
+    """The device loop's defaults for a Playground environment object: its own
+    configuration's episode length and action repeat (1000 and 1 where it has none)."""
+    return _defaults(getattr(env, "_config", None) or {}, LoopDefaults())
+
+
+def _defaults(config: Any, loop: LoopDefaults) -> TaskDefaults:
+    repeat = int(config.get("action_repeat", 1))
     return TaskDefaults(
         num_envs=loop.num_envs,
         updates_per_step=loop.updates_per_step,
-        episode_length=math.ceil(int(config.episode_length) / repeat),
+        episode_length=math.ceil(int(config.get("episode_length", 1000)) / repeat),
         action_repeat=repeat,
     )
 
@@ -269,22 +278,34 @@ class PlaygroundTask:
     """One Playground DM Control task with Brax's `Env` API (unbatched; `BraxEnv` vmaps it).
 
     Equal tasks (same name, implementation, action repeat, observation mode) compare
-    equal, so they share the pipeline's compiled programs.
+    equal, so they share the pipeline's compiled programs; a task around an environment
+    object (`of`) is equal only to one around the same object.
     """
 
     name: str
     impl: str = DEFAULT_IMPL
     action_repeat: int = 1
     asymmetric_obs: str = "auto"  # observation.MODES
+    custom: Any = dataclasses.field(default=None, repr=False, compare=True)  # a user's object
     _env: Any = dataclasses.field(default=None, repr=False, compare=False)
     _ctrl_scale: Any = dataclasses.field(default=None, repr=False, compare=False)
     _layout: Any = dataclasses.field(default=None, repr=False, compare=False)
     _obs_layout: Any = dataclasses.field(default=None, repr=False, compare=False)
     _reset: Any = dataclasses.field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def of(
+        cls, env: Any, name: str, action_repeat: int = 1, asymmetric_obs: str = "auto"
+    ) -> PlaygroundTask:
+        """A Playground environment object made elsewhere (a user's), under `name`."""
+        return cls(name, CUSTOM_BACKEND, action_repeat, asymmetric_obs, custom=env)
+
     def __post_init__(self) -> None:
-        check_environment(self.name, self.impl)
-        env = _load(self.name, self.impl)
+        if self.custom is None:
+            check_environment(self.name, self.impl)
+            env = _load(self.name, self.impl)
+        else:
+            env = self.custom
         object.__setattr__(self, "_env", env)
         ranges = np.asarray(env.mj_model.actuator_ctrlrange, np.float32)
         limited = np.asarray(env.mj_model.actuator_ctrllimited, bool)
@@ -293,6 +314,12 @@ class PlaygroundTask:
         identity = bool(np.all(low == -1.0) and np.all(high == 1.0))
         object.__setattr__(self, "_ctrl_scale", None if identity else (low, high))
         shapes = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+        images = [k for k, x in _named_leaves(shapes.obs) if len(x.shape) >= 3]
+        if images:
+            raise UnsupportedEnvironmentError(
+                f"{self.name} observes images ({', '.join(images)}); the learners need state "
+                "observations (arrays or a dict of them), which are flattened"
+            )
         object.__setattr__(self, "_layout", _Layout.of((shapes.data, shapes.metrics, shapes.info)))
         layout = Layout.of(shapes.obs, self.asymmetric_obs, f"Playground task {self.name}")
         object.__setattr__(self, "_obs_layout", layout)
@@ -363,6 +390,24 @@ class PlaygroundTask:
             reward=jnp.where(diverged, 0.0, new.reward),
             done=jnp.maximum(new.done, diverged.astype(jnp.float32)),
         )
+
+
+def _named_leaves(tree: Any) -> list[tuple[str, Any]]:
+    """(path, leaf) of every leaf of an observation (one leaf: path "obs")."""
+    leaves = jax.tree_util.tree_leaves_with_path(tree)
+    return [(jax.tree_util.keystr(path) or "obs", leaf) for path, leaf in leaves]
+
+
+def wrap_env(
+    env: Any, name: str, episode_length: int | None = None, asymmetric_obs: str = "auto"
+) -> BraxEnv:
+    """The device pipeline's batched environment around a Playground environment object
+    (`registry.load(...)`'s, or one of a user's own classes), under `name`; episode
+    length and action repeat default to the object's configuration (`defaults_of`)."""
+    defaults = defaults_of(env)
+    length = defaults.episode_length if episode_length is None else episode_length
+    task = PlaygroundTask.of(env, name, defaults.action_repeat, asymmetric_obs)
+    return BraxEnv.wrap(name, task, episode_length=length)
 
 
 def make_env(

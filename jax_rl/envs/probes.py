@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from jax_rl.envs import HostStep, random_state_from_json, random_state_to_json
+from jax_rl.core.random_state import random_state_from_json, random_state_to_json
+from jax_rl.envs import HostStep
 
 
 class ContextualBandit:

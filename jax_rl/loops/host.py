@@ -47,8 +47,9 @@ from jax_rl import algos
 from jax_rl.core import population
 from jax_rl.core import replay as replay_lib
 from jax_rl.core.noise import ColoredNoise
+from jax_rl.core.random_state import random_state_from_json, random_state_to_json
 from jax_rl.core.transition import Array, Transition
-from jax_rl.envs import HostEnv, random_state_from_json, random_state_to_json
+from jax_rl.envs import HostEnv
 from jax_rl.io.checkpoint import all_finite
 from jax_rl.io.logger import PopulationLogger, RunLogger
 from jax_rl.loops.common import (

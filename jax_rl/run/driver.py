@@ -389,7 +389,9 @@ def run(argv: Sequence[str] | None, parser: argparse.ArgumentParser, backend: Ba
     quiet.install()
     s = resolve_settings(parser, backend, argv)
     args, agents = s.args, s.agents
-    name = f"{backend.run_prefix}{args.policy}-{s.task}"
+    # A task's ":" and "/" (my_pkg.envs:MyEnv-v0, a Gymnasium namespace) would make an
+    # awkward folder name or a nested one.
+    name = f"{backend.run_prefix}{args.policy}-{re.sub(r'[:/]', '-', s.task)}"
     name += f"-{len(agents)}agents" if len(agents) > 1 else ""
     name += f"-seed{args.seed}"
     if args.engine == "ray":

@@ -8,6 +8,12 @@ final one (`agent.msgpack`, written at the end of training) or that of a
 checkpoint (`checkpoints/<step>`, only the agents' leaves are read, not the
 replay buffer).
 
+A run that trained on a user's own environment (a factory or object handed to
+`jax_rl.train`, `jax_rl.envs.custom`) records it in config.json as `custom_env`; it is
+opened again from the environment handed to `open_run` (`env=`), else from the factory
+its import path names, else not at all: a one-line RunFolderError saying to hand it
+over (`lazy_env` defers that error to the first environment opened, for reading results).
+
 Anything that is not a readable run is a `RunFolderError` whose message is one
 line, for the command-line tools to print.
 """
@@ -104,8 +110,14 @@ class SavedRun:
         return seed
 
     def open_env(self, seed: int, size: tuple[int, int] | None) -> Any:
-        """The task's environment for watching (`Backend.open_for_watching`)."""
-        return self.backend.open_for_watching(self.args, self.loop_config, seed, size)
+        """The task's environment for watching (`Backend.open_for_watching`); RunFolderError
+        for one that cannot draw frames of `size` (a custom environment's own mode)."""
+        from jax_rl.envs import UnsupportedEnvironmentError
+
+        try:
+            return self.backend.open_for_watching(self.args, self.loop_config, seed, size)
+        except UnsupportedEnvironmentError as e:
+            raise RunFolderError(str(e)) from None
 
     def checkpoint_steps(self) -> list[int]:
         from jax_rl.io.checkpoint import Checkpointer
@@ -253,11 +265,12 @@ def read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def open_run(directory: Path) -> SavedRun:
+def open_run(directory: Path, env: Any = None, *, lazy_env: bool = False) -> SavedRun:
     """The run saved in `directory` (a run's folder, or one agent's folder of a population).
 
     Checks the folder, its config.json and its task; imports the backend but
-    compiles nothing. RunFolderError (one line) where any of that fails.
+    compiles nothing. RunFolderError (one line) where any of that fails. `env`: the
+    custom environment the run trained on, handed over again (see the module docstring).
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -280,7 +293,7 @@ def open_run(directory: Path) -> SavedRun:
         algo = algos.get(config["policy"])
     except algos.UnknownPolicyError as e:
         raise RunFolderError(str(e)) from None
-    backend, args = _entry_point(config)
+    backend, args = _entry_point(directory, config, env, lazy_env)
     try:
         loop_config = backend.loop_config_class(**config["loop"])
     except (TypeError, ValueError) as e:
@@ -289,13 +302,22 @@ def open_run(directory: Path) -> SavedRun:
     return SavedRun(directory, config, algo, agents, backend, args, loop_config)
 
 
-def _entry_point(config: dict[str, Any]) -> tuple[Any, argparse.Namespace]:
+def _entry_point(
+    directory: Path, config: dict[str, Any], env: Any, lazy_env: bool
+) -> tuple[Any, argparse.Namespace]:
     """The trainer's Backend and its flags set to the run's task, the task checked."""
     from jax_rl.envs import UnknownEnvironmentError
 
     module_name, class_name = ENTRY_POINTS[config["env_backend"]]
     module = importlib.import_module(module_name)
-    backend = getattr(module, class_name)()
+    if "custom_env" in config:
+        backend = getattr(module, class_name)(custom=_custom_env(directory, config, env, lazy_env))
+    elif env is not None:
+        raise RunFolderError(
+            f"{directory} trained on a named {config['env_backend']} task; it takes no env="
+        )
+    else:
+        backend = getattr(module, class_name)()
     args = module.build_parser().parse_args(["--policy", config["policy"]])
     # The flags that name the task (env_fields of the default task) take the run's values.
     for name in backend.env_fields(args):
@@ -306,6 +328,27 @@ def _entry_point(config: dict[str, Any]) -> tuple[Any, argparse.Namespace]:
     except UnknownEnvironmentError as e:
         raise RunFolderError(str(e)) from None
     return backend, args
+
+
+def _custom_env(directory: Path, config: dict[str, Any], env: Any, lazy_env: bool) -> Any:
+    """The run's custom environment (`jax_rl.envs.custom.reopen`); where it cannot be had
+    and `lazy_env`, a stand-in whose environments raise the RunFolderError instead."""
+    from jax_rl.envs import custom
+
+    try:
+        return custom.reopen(config, env)
+    except ValueError as e:
+        problem = RunFolderError(f"{directory}: {e}")
+    if not lazy_env:
+        raise problem
+
+    def unavailable() -> Any:
+        raise problem
+
+    record = config["custom_env"]
+    return custom.CustomEnv(
+        config["env_backend"], str(config["env"]), unavailable, None, str(record.get("type"))
+    )
 
 
 def _agents(directory: Path, config: dict[str, Any], algo: ModuleType) -> list[SavedAgent]:

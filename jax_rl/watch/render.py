@@ -100,7 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cli.fail(str(e))
     for agent in agents:
         path = output_path(args.out, agent.directory, len(agents) > 1, args.checkpoint)
-        render_agent(run, agent, args, path)
+        try:
+            render_agent(run, agent, args, path)
+        except RunFolderError as e:  # an environment that draws no frames (a custom one's)
+            cli.fail(str(e))
     return 0
 
 
