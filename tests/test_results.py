@@ -620,6 +620,13 @@ def test_the_dmc28_references_are_the_shared_tables_figures():
             assert ref.marks.get(task) == (mark[0] if mark else None), (ref.column, task)
 
 
+def main_rows(table: str) -> list[str]:
+    """The rows of a table's main Markdown table (not the aggregates' below it)."""
+    return table_rows(
+        table, next(line for line in table.splitlines() if line.startswith("| task |"))
+    )
+
+
 def write_dmc28_cell(
     out: Path, task: str, learner: str, finals: list[float], loop: dict | None = None
 ) -> None:
@@ -641,7 +648,8 @@ def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
     write_dmc28_cell(out, "cartpole-swingup", "TD3", [800.0, 820.0, 840.0], older)
     write_dmc28_cell(out, "walker-walk", "TD3", [900.0, 900.0, 900.0], repeat2)
     write_dmc28_cell(out, "cartpole-swingup", "SAC", [600.0, 600.0, 600.0])
-    args = results.parse_args(["--suite", "dmc28", "--out", str(out)])
+    # Few resamples: the aggregates block (tests/test_aggregates.py) only has to be there.
+    args = results.parse_args(["--suite", "dmc28", "--out", str(out), "--bootstrap_reps", "20"])
     path = results.write_table(args)
     assert path == tmp_path / "dmc28.md"
     table = path.read_text()
@@ -667,7 +675,7 @@ def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
     # TD3 on 3 tasks: (0 + 820 + 900) / 3 = 573.3; MR.Q on them (56 + 853 + 891) / 3 = 600;
     # SimbaV2 and BRO published no acrobot-swingup. SAC on one: MR.Q 853, SimbaV2 861, BRO 872.
     # MR.Q over all 28: 466, no one else has all of them.
-    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    rows = main_rows(table)
     assert [row.split(" | ")[0][2:] for row in rows[:28]] == DMC28
     assert rows[28:] == [
         "| mean over 3 of 28 tasks (partial: TD3) | 573 | - | 600 | - | - |  |  |",
@@ -686,7 +694,7 @@ def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
     for i, task in enumerate(DMC28):
         write_dmc28_cell(out, task, "TD3", [10.0 * i] * 3)
     table = results.write_table(args).read_text()
-    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    rows = main_rows(table)
     assert rows[28:] == [
         "| mean over 1 of 28 tasks (partial: SAC) | - | 600 | 853 | 861 | 872 |  |  |",
         "| mean over TD3's 25 held-out tasks | 134 | - | 431 | - | - |  |  |",
@@ -708,7 +716,7 @@ def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
     write_dmc28_cell(out, "cartpole-swingup", "TD3", [800.0, 820.0, 840.0])
     write_dmc28_cell(out, "cartpole-swingup", "SAC", [600.0, 600.0, 600.0])
     table = results.write_table(args).read_text()
-    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    rows = main_rows(table)
     assert rows[28:] == [
         "| mean over 1 of 28 tasks (partial: TD3, SAC) | 820 | 600 | 853 | 861 | 872 |  |  |",
         "| **mean over the 28 tasks** | - | - | 466 | - | - |  |  |",
@@ -744,7 +752,7 @@ def test_the_dmc28_suite_skips_finished_cells_and_trains_the_rest(tmp_path, monk
     assert "dmc-suite" in next(line for line in makefile.splitlines() if ".PHONY" in line)
     out = tmp_path / "dmc28"
     argv = ["--suite", "dmc28", "--tasks", "hopper-hop,walker-stand", "--learners", "SAC"]
-    argv += ["--runs_dir", str(tmp_path / "runs"), "--out", str(out)]
+    argv += ["--runs_dir", str(tmp_path / "runs"), "--out", str(out), "--bootstrap_reps", "20"]
     args = results.parse_args(argv)
     now = results.resolved_settings(args, "hopper-hop", "SAC")
     write_run(out / "hopper-hop" / "SAC", [1.0, 2.0, 3.0], 100_000)
@@ -758,7 +766,7 @@ def test_the_dmc28_suite_skips_finished_cells_and_trains_the_rest(tmp_path, monk
     table = (tmp_path / "dmc28.md").read_text()
     assert "| hopper-hop | not run yet | 2 ± 2 (held out) |" in table
     # No TD3 cell yet: no row of TD3's mean over none of the tasks.
-    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    rows = main_rows(table)
     assert rows[28:] == [
         "| mean over 1 of 28 tasks (partial: SAC) | - | 2 | 17 | 47 | 220 |  |  |",
         "| **mean over the 28 tasks** | - | - | 466 | - | - |  |  |",

@@ -6,7 +6,7 @@
     python -m jax_rl.tools.results --suite playground  # the six tasks on MJX, device pipeline
     python -m jax_rl.tools.results --suite playground --seeds 5 --steps 500000  # on a GPU
     python -m jax_rl.tools.results --suite dmc28     # all 28 DMC state tasks x TD3, SAC, 100k
-    python -m jax_rl.tools.results --table_only      # rebuild the table and figure from the runs
+    python -m jax_rl.tools.results --table_only      # rebuild the table and figures from the runs
     python -m jax_rl.tools.results --engine ray      # the cells at once (docs/cluster.md)
     python -m jax_rl.tools.results --tasks walker-walk --learners SAC --adopt RUN  # made by hand
 
@@ -25,6 +25,12 @@ summaries are copied to `--out/<task>/<learner>/`; the table goes to
 figures and their source) and the figure, a panel per task, to `<out>.png`. `--out` is
 docs/results/<suite><steps/1000>k unless the suite names its table (dmc28: dmc28.md, whose
 rows also give each cell's wall time and updates, and close with the means over its tasks).
+The dmc28 and gym tables end with rliable's aggregates over their tasks (IQM, mean, median,
+optimality gap, probability of improvement, with stratified-bootstrap intervals:
+`jax_rl.tools.aggregates`, docs/aggregates.md) and their performance profiles,
+`<out>_profiles.png`; a sitting writes that block when it ends (its bootstrap takes about a
+minute), not after each cell. `--table_only` trains nothing and only writes the table and
+figures from the results under `--out`.
 
 `--adopt RUN` takes a finished run made outside the tool (the entry point with flags, say,
 before a preset took those settings over) into the table as the one cell named by `--tasks`
@@ -41,11 +47,13 @@ is retried and continues from its checkpoint in `--runs_dir` (shared storage on 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import importlib
 import itertools
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -55,31 +63,23 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from jax_rl.envs import playground
 from jax_rl.io.logger import scratch_folder
 from jax_rl.run import cli, cluster
+from jax_rl.tools.published import TIANSHOU_200K, Reference
 from jax_rl.watch import plot
+
+if TYPE_CHECKING:  # imported where the aggregates are made: rliable takes seconds to import
+    from jax_rl.tools.aggregates import ScoreMatrix
 
 ROOT = Path(__file__).resolve().parents[2]
 LEARNERS = ("TD3", "SAC", "MPO")
 COPIED = ("*.csv", "*.json", "*.md")  # what of a run lands in the repository (no checkpoints)
 REFERENCE_STYLES = ("--", ":", "-.")  # the figure's line for each published column
-
-
-@dataclasses.dataclass(frozen=True)
-class Reference:
-    """One published column of a table: whose figures, beside which learner, from where."""
-
-    column: str  # the table's header, e.g. "CURL State SAC"
-    learner: str  # the learner it is set beside (its colour in the figure)
-    values: dict[str, tuple[float, float]]  # task -> (mean, spread as published)
-    source: str  # the citation, and what its spread and seeds are
-    marks: dict[str, str] = dataclasses.field(default_factory=dict)
-    """task -> a mark after its figure, which `source` explains (e.g. fewer seeds there)"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +113,13 @@ class Suite:
     cell_compute: bool = False
     """a column per learner with each cell's wall time, updates and action repeat (`cost_text`):
     for a suite whose published columns make other numbers of updates per frame"""
+    normalisation: str | None = None
+    """the aggregates block's normalisation (`jax_rl.tools.aggregates.NORMALISATIONS`): the
+    table then closes with rliable's aggregates over its tasks and a performance-profile
+    figure, <out>_profiles.png (`aggregate_lines`); None: neither"""
+    improvements: tuple[tuple[str, str], ...] = ()
+    """the (X, Y) pairs of learners or per-seed published columns whose probability of
+    improvement P(X > Y) the aggregates block gives"""
 
     def out_folder(self, steps: int) -> str:
         """The results folder's name under docs/results for a table at `steps` steps."""
@@ -318,6 +325,7 @@ DMC28_REFERENCES = (
         "MR.Q (Fujimoto et al., ICLR 2025), its results file results/dmc_results.txt "
         "(facebookresearch/MRQ), 10 seeds, at 50k agent steps x action repeat 2 = 100k "
         "frames (50k updates)",
+        seeds="published/mrq_dmc28_100k.csv",
     ),
     Reference(
         "SimbaV2",
@@ -335,41 +343,6 @@ DMC28_REFERENCES = (
         "(1M updates at 100k frames), 10 seeds, or 5 where marked †, read at 100k frames; "
         "- where it published no run",
         marks=dict.fromkeys(BRO_FIVE_SEEDS, "†"),
-    ),
-)
-
-# Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/benchmark/<Env>-v3/<algo>/
-# test_rew_10seeds.csv): the test return at 200k environment steps, mean and standard
-# deviation over 10 seeds, on Gym's v3 tasks; ours are Gymnasium's v5 versions of the same
-# tasks, so the comparison is close, not exact.
-TIANSHOU_SOURCE = (
-    "Tianshou's MuJoCo benchmark (thu-ml/tianshou, examples/mujoco/benchmark/<Env>-v3/"
-    "<algo>/test_rew_10seeds.csv), Gym v3, 10 seeds, at 200k env steps"
-)
-TIANSHOU_200K = (
-    Reference(
-        "Tianshou SAC",
-        "SAC",
-        {
-            "HalfCheetah-v5": (8207.6, 928.3),
-            "Hopper-v5": (3234.4, 314.2),
-            "Humanoid-v5": (767.9, 306.8),
-            "Walker2d-v5": (2530.5, 1300.1),
-            "Ant-v5": (2132.6, 977.2),
-        },
-        TIANSHOU_SOURCE,
-    ),
-    Reference(
-        "Tianshou TD3",
-        "TD3",
-        {
-            "HalfCheetah-v5": (6720.7, 617.2),
-            "Hopper-v5": (887.2, 649.3),
-            "Humanoid-v5": (831.2, 115.8),
-            "Walker2d-v5": (941.3, 365.0),
-            "Ant-v5": (1987.1, 656.8),
-        },
-        TIANSHOU_SOURCE,
     ),
 )
 
@@ -414,6 +387,8 @@ SUITES = {
         "scripts, which made the reference column, and was chosen on HalfCheetah-v5, "
         "Hopper-v5 and Humanoid-v5; TD3 keeps a Hopper-v5 entry of its own",
         make_target="gym-results",
+        normalisation="gym",
+        improvements=(("TD3", "SAC"),),
     ),
     "playground": Suite(
         title="DM Control Suite on MuJoCo Playground (MJX), device pipeline",
@@ -475,6 +450,8 @@ SUITES = {
         out_name="dmc28",
         mean_row=True,
         cell_compute=True,
+        normalisation="dmc",
+        improvements=(("TD3", "SAC"), ("TD3", "MR.Q")),
     ),
 }
 
@@ -518,7 +495,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--checkpoint_every", type=int, default=5_000, help="steps")
     parser.add_argument(
-        "--table_only", action="store_true", help="train nothing; rebuild the table and figure"
+        "--table_only",
+        action="store_true",
+        help="train nothing; rebuild the table and figures from the results under --out",
+    )
+    parser.add_argument(
+        "--bootstrap_reps",
+        type=int,
+        default=2000,
+        help="resamples of the aggregates' stratified bootstrap (dmc28 and gym tables)",
     )
     parser.add_argument(
         "--flags",
@@ -570,8 +555,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for learner in args.learners:
         if learner not in LEARNERS:
             parser.error(f"learner {learner!r}: choose from {', '.join(LEARNERS)}")
-    if args.seeds < 1 or args.steps < 1:
-        parser.error("--seeds and --steps must be positive")
+    if args.seeds < 1 or args.steps < 1 or args.bootstrap_reps < 1:
+        parser.error("--seeds, --steps and --bootstrap_reps must be positive")
     if args.out is None and args.steps < suite.steps:  # never a docs/ table of a short run
         args.out = scratch_folder(
             "results", f"--steps {args.steps} is below the table's {suite.steps}"
@@ -895,8 +880,15 @@ def copy_results(run_dir: Path, dest: Path) -> None:
 
 
 def final_returns(result_dir: Path) -> list[float]:
-    """Each agent's final eval return (the last row of its evaluations.csv)."""
-    return [float(plot.read_curve(p)[1][-1]) for p in sorted(result_dir.rglob("evaluations.csv"))]
+    """Each agent's final eval return (the last row of its evaluations.csv), in seed order
+    (agent folders <learner>-seed<k>: seed 10 after seed 9)."""
+    paths = sorted(result_dir.rglob("evaluations.csv"), key=_seed_order)
+    return [float(plot.read_curve(p)[1][-1]) for p in paths]
+
+
+def _seed_order(path: Path) -> tuple[int, str]:
+    match = re.search(r"seed(\d+)$", path.parent.name)
+    return (int(match.group(1)) if match else -1, str(path))
 
 
 def wall_time(result_dir: Path) -> float | None:
@@ -963,12 +955,20 @@ def _linked(note: str, out: Path) -> str:
     if folder.is_relative_to(ROOT / "docs"):
         here = Path(os.path.relpath(results, folder)).as_posix()
         return re.sub(r"\]\(([^)#:]+)\)", lambda m: f"]({here}/{m.group(1)})", note)
-    return re.sub(r"\[[^\]]*\]\(([^)#:]+)\)", lambda m: f"`docs/results/{m.group(1)}`", note)
+    return re.sub(r"\[[^\]]*\]\(([^)#:]+)\)", lambda m: f"`{_repository_path(m.group(1))}`", note)
 
 
-def write_table(args: argparse.Namespace) -> Path:
+def _repository_path(target: str) -> str:
+    """A link written from docs/results/ as a repository path: "../aggregates.md" ->
+    docs/aggregates.md (a folder's slash kept)."""
+    return posixpath.normpath(f"docs/results/{target}") + ("/" if target.endswith("/") else "")
+
+
+def write_table(args: argparse.Namespace, aggregates: bool = True) -> Path:
     """<out>.md: final return per task and learner, the references beside them, the compute
-    (and, as the suite asks, each cell's compute in a column and the mean rows)."""
+    (and, as the suite asks, each cell's compute in a column, the mean rows and the
+    aggregates block, whose bootstrap takes a minute: without `aggregates`, as after each
+    cell of a sitting, the block says when it comes)."""
     suite, steps_k = args.suite, f"{args.steps // 1000}k"
     learners, published = suite.learners, suite.references
     costs = [f"{learner}: wall time, updates" for learner in learners] if suite.cell_compute else []
@@ -994,6 +994,7 @@ def write_table(args: argparse.Namespace) -> Path:
     compute, seconds_in_all = [], 0.0
     means: dict[str, dict[str, float]] = {learner: {} for learner in learners}  # the mean rows'
     held_out: dict[str, list[str]] = {learner: [] for learner in learners}  # and their tasks
+    seeds: dict[str, dict[str, list[float]]] = {learner: {} for learner in learners}
     for task in table_tasks(args):
         cells, cost_cells = [], []
         for learner in learners:
@@ -1003,6 +1004,7 @@ def write_table(args: argparse.Namespace) -> Path:
             cells.append(cell_text(finals) + (f" ({relation})" if relation else ""))
             if finals and task in suite.tasks:  # a task outside the suite is in no mean
                 means[learner][task] = float(np.mean(finals))
+                seeds[learner][task] = finals
                 if relation == "held out":
                     held_out[learner].append(task)
             seconds = wall_time(result_dir) if result_dir.is_dir() else None
@@ -1041,6 +1043,7 @@ def write_table(args: argparse.Namespace) -> Path:
             "only, with every other column over the same tasks.",
             "",
         ]
+    lines += aggregate_lines(args, seeds, aggregates)
     where = f"{args.seeds} agents, on the 2-core CPU unless another device is named"
     if costs:  # each cell's minutes are in its column: here the sum
         done = f"{len(compute)} cells, {seconds_in_all / 3600:.1f} hours in all" if compute else ""
@@ -1148,6 +1151,232 @@ def mean_rows(
         if kept and len(kept) < len(tasks):  # all held out: the whole row says it
             rows.append(row(f"mean over {learner}'s {len(kept)} held-out tasks", kept, full))
     return [*rows, row(f"**mean over the {len(tasks)} tasks**", tasks, full)]
+
+
+def published_seeds(args: argparse.Namespace, ref: Reference) -> dict[str, list[float]] | None:
+    """`ref`'s per-seed returns (task -> each seed's), where it published them at these steps."""
+    if ref.seeds is None or args.steps != args.suite.reference_steps:
+        return None
+    text = (ROOT / "docs" / "results" / ref.seeds).read_text().splitlines()
+    rows = csv.DictReader(line for line in text if line and not line.startswith("#"))
+    return {row["task"]: [float(v) for k, v in row.items() if k != "task"] for row in rows}
+
+
+@dataclasses.dataclass(frozen=True)
+class AggregateInputs:
+    """What a table's aggregates are made of: the rectangular score matrices (our learners'
+    and the per-seed published columns' with results on every task of the suite), the
+    learners without, and the published columns of means only."""
+
+    matrices: list[ScoreMatrix]  # in the table's column order
+    incomplete: dict[str, int]  # learner -> the suite's tasks it has cells on (fewer than all)
+    means_only: list[Reference]  # published columns without per-seed figures
+
+
+def aggregate_inputs(
+    args: argparse.Namespace, finals: dict[str, dict[str, list[float]]]
+) -> AggregateInputs:
+    """The aggregates' inputs from `finals` (learner -> task -> each seed's final return)."""
+    from jax_rl.tools import aggregates
+
+    suite, tasks = args.suite, args.suite.tasks
+    normalisation = aggregates.NORMALISATIONS[str(suite.normalisation)]
+    matrices, incomplete = [], {}
+    for learner in suite.learners:
+        has = [t for t in tasks if finals.get(learner, {}).get(t)]
+        if len(has) == len(tasks):
+            matrices.append(aggregates.score_matrix(learner, finals[learner], tasks, normalisation))
+        else:
+            incomplete[learner] = len(has)
+    means_only = []
+    for ref in suite.references:
+        per_seed = published_seeds(args, ref)
+        if per_seed is None:
+            means_only.append(ref)
+        elif all(t in per_seed for t in tasks):
+            matrices.append(aggregates.score_matrix(ref.column, per_seed, tasks, normalisation))
+    return AggregateInputs(matrices, incomplete, means_only)
+
+
+def aggregate_lines(
+    args: argparse.Namespace, finals: dict[str, dict[str, list[float]]], computed: bool
+) -> list[str]:
+    """The aggregates block of a suite with a `normalisation` (`jax_rl.tools.aggregates`):
+    its rows (`aggregate_rows`), the notes under them (`aggregate_notes`) and the profile
+    figure. Not `computed` (after each cell of a sitting): one line saying when it comes."""
+    suite, tasks = args.suite, args.suite.tasks
+    if suite.normalisation is None:
+        return []
+    lead = f"Aggregates over the {len(tasks)} tasks"
+    if not computed:
+        return [f"{lead}: written when the sitting ends, or at once with `--table_only`.", ""]
+    from jax_rl.tools import aggregates
+
+    normalisation = aggregates.NORMALISATIONS[suite.normalisation]
+    inputs = aggregate_inputs(args, finals)
+    intro = (
+        f"{lead} (`python -m jax_rl.tools.aggregates`; what each figure is: "
+        "[aggregates.md](../aggregates.md)): each final return normalised as "
+        f"{normalisation.description}; one seeds x tasks matrix per learner; each figure "
+        "rliable's point estimate and its 95% stratified-bootstrap interval "
+        f"({args.bootstrap_reps} resamples of the seeds within each task, percentile, numpy "
+        f"seed {aggregates.SEED}). IQM: the mean of the middle half of all runs' scores; mean "
+        "and median: of the tasks' mean scores; optimality gap: the mean shortfall of the "
+        "runs' scores below 1 (lower is better). A learner has a row once it has a cell on "
+        "every task."
+    )
+    lines = [_linked(intro, args.out), "", *aggregate_rows(args, inputs), ""]
+    notes = aggregate_notes(args, inputs)
+    lines += [_linked(notes, args.out), ""] if notes else []
+    if inputs.matrices:
+        lines += [
+            "Performance profiles: the fraction of all runs (every seed on every task) whose "
+            "score exceeds each threshold, with 95% stratified-bootstrap bands; a profile "
+            "above another everywhere dominates it.",
+            "",
+            f"![performance profiles]({profiles_path(args).name})",
+            "",
+        ]
+    return lines
+
+
+def aggregate_rows(args: argparse.Namespace, inputs: AggregateInputs) -> list[str]:
+    """The aggregates' table: a row per score matrix, IQM, mean, median and optimality gap
+    with their intervals; a row per published column of means on every task, its mean of
+    them alone."""
+    from jax_rl.tools import aggregates
+
+    suite, tasks = args.suite, args.suite.tasks
+    rows = [
+        "| learner | seeds x tasks | " + " | ".join(aggregates.METRICS) + " |",
+        "|---|---|" + "---|" * len(aggregates.METRICS),
+    ]
+    published = {ref.column for ref in suite.references}
+    for m in inputs.matrices:
+        figures = aggregates.aggregates(m.scores, args.bootstrap_reps)
+        label = f"{m.learner} (published seeds)" if m.learner in published else m.learner
+        cells = [figures[name].text() for name in aggregates.METRICS]
+        rows.append(f"| {label} | {m.shape_text()} | {' | '.join(cells)} |")
+    normalisation = aggregates.NORMALISATIONS[str(suite.normalisation)]
+    for ref in whole_means(args, inputs):
+        means = {t: [ref.values[t][0]] for t in tasks}
+        row = aggregates.score_matrix(ref.column, means, tasks, normalisation)
+        mean = aggregates.mean_of_means(row.scores)
+        rows.append(
+            f"| {ref.column} (published means) | means of {len(tasks)} | - | {mean:.2f} | - | - |"
+        )
+    return rows
+
+
+def whole_means(args: argparse.Namespace, inputs: AggregateInputs) -> list[Reference]:
+    """The published columns of means only with a figure on every task at these steps."""
+    tasks = args.suite.tasks
+    return [r for r in inputs.means_only if all(reference_of(args, r, t) for t in tasks)]
+
+
+def aggregate_notes(args: argparse.Namespace, inputs: AggregateInputs) -> str:
+    """The paragraph under the aggregates' rows: who has no row and why, where the published
+    seeds come from, and the suite's probabilities of improvement."""
+    from jax_rl.tools import aggregates
+
+    suite, tasks = args.suite, args.suite.tasks
+    notes = [
+        f"{learner} has cells on {count} of the {len(tasks)} tasks: no row yet."
+        for learner, count in inputs.incomplete.items()
+    ]
+    columns = {m.learner for m in inputs.matrices}
+    notes += [
+        f"{ref.column}'s seeds: [{ref.seeds}]({ref.seeds})."
+        for ref in suite.references
+        if ref.column in columns and ref.seeds
+    ]
+    whole = whole_means(args, inputs)
+    if whole:
+        normalisation = aggregates.NORMALISATIONS[str(suite.normalisation)]
+        itself = [  # the column whose figures are the divisors: 1 on every task
+            r.column
+            for r in whole
+            if all(normalisation.divisor(t) == r.values[t][0] for t in tasks)
+        ]
+        own = (
+            f" ({itself[0]}'s is 1 by construction: its figures are the divisors)" if itself else ""
+        )
+        notes.append(
+            f"{' and '.join(r.column for r in whole)} published a mean and a spread per task, "
+            "no seeds: the mean over the tasks of their published means only, without an "
+            f"interval or the other aggregates{own}."
+        )
+    partial = [  # at other steps than theirs, nothing of theirs is in the table to speak of
+        r
+        for r in inputs.means_only
+        if r not in whole and any(reference_of(args, r, t) for t in tasks)
+    ]
+    if partial:
+        counts = sorted({sum(reference_of(args, r, t) is not None for t in tasks) for r in partial})
+        notes.append(
+            f"{' and '.join(r.column for r in partial)} published a mean and a spread per task "
+            f"only, on {' or '.join(map(str, counts))} of the {len(tasks)} tasks: no aggregate "
+            "(a figure over some tasks is not set beside one over all)."
+        )
+    known = {m.learner: m for m in inputs.matrices}
+    reps = args.bootstrap_reps
+    chances = [
+        f"P({x} > {y}) = {aggregates.improvement(known[x].scores, known[y].scores, reps).text()}"
+        for x, y in suite.improvements
+        if x in known and y in known
+    ]
+    if chances:
+        notes.append(
+            f"Probability of improvement, with its 95% interval: {'; '.join(chances)}: the "
+            "chance that a seed of the first, on a task drawn at random, scores above a seed "
+            "of the second (ties count half)."
+        )
+    return " ".join(notes)
+
+
+def profiles_path(args: argparse.Namespace) -> Path:
+    return args.out.with_name(f"{args.out.name}_profiles.png")
+
+
+def suite_finals(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """learner -> each of the suite's tasks it has a cell on -> each seed's final return."""
+    finals: dict[str, dict[str, list[float]]] = {learner: {} for learner in args.suite.learners}
+    for learner in args.suite.learners:
+        for task in args.suite.tasks:
+            result_dir = args.out / task / learner
+            returns = final_returns(result_dir) if result_dir.is_dir() else []
+            if returns:
+                finals[learner][task] = returns
+    return finals
+
+
+def write_profiles(args: argparse.Namespace) -> Path | None:
+    """<out>_profiles.png: the performance profiles of the aggregates block (a suite with a
+    `normalisation`), each learner in its colour, a per-seed published column in its
+    learner's, with its line style in the learning curves; None where nothing has a row."""
+    if args.suite.normalisation is None:
+        return None
+    from jax_rl.tools import aggregates
+
+    inputs = aggregate_inputs(args, suite_finals(args))
+    if not inputs.matrices:
+        return None
+    colors = learner_colors(args.suite)
+    styles = {}
+    for ref, style in zip(args.suite.references, itertools.cycle(REFERENCE_STYLES)):
+        colors[ref.column], styles[ref.column] = colors.get(ref.learner, "grey"), style
+    normalisation = aggregates.NORMALISATIONS[args.suite.normalisation]
+    tasks = len(args.suite.tasks)
+    return aggregates.plot_profiles(
+        inputs.matrices,
+        profiles_path(args),
+        f"{args.suite.title}: performance profiles over the {tasks} tasks\n"
+        "95% stratified-bootstrap bands",
+        rf"score $\tau$ ({normalisation.short})",
+        args.bootstrap_reps,
+        colors=colors,
+        linestyles=styles,
+    )
 
 
 def learner_colors(suite: Suite) -> dict[str, str]:
@@ -1260,12 +1489,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             if not train_cell(args, task, learner, label, settings):
                 failed.append(f"{learner} on {task}")
-            write_table(args)
+            write_table(args, aggregates=False)
         if todo:
             failed = train_on_ray(args, todo)
     table = write_table(args)
-    figure = write_figure(args)
-    print(f"wrote {table}" + (f" and {figure}" if figure else ""))
+    figures = [path for path in (write_figure(args), write_profiles(args)) if path]
+    print(f"wrote {table}" + "".join(f" and {path}" for path in figures))
     if failed:
         print(f"error: failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -1335,7 +1564,7 @@ def train_on_ray(args: argparse.Namespace, cells: Sequence[Cell]) -> list[str]:
             f"{' / '.join(f'{r:.0f}' for r in finals)}",
             flush=True,
         )
-        write_table(args)
+        write_table(args, aggregates=False)
         return True
 
     failed = cluster.run_jobs(submissions, finish, args.runs_dir / "ray-events.jsonl")
