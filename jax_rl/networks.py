@@ -348,7 +348,9 @@ class SimbaV2(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         scale = math.sqrt(2.0 / self.width)
-        shift = jnp.full(x.shape[:-1] + (1,), SIMBAV2_SHIFT, jnp.float32)
+        # broadcast_to, not jnp.full: jax2onnx's jnp.full needs a concrete shape, and an
+        # exported policy keeps its batch dimension symbolic (`jax_rl.watch.export`).
+        shift = jnp.broadcast_to(jnp.float32(SIMBAV2_SHIFT), x.shape[:-1] + (1,))
         x = l2_normalize(jnp.concatenate([x.astype(jnp.float32), shift], axis=-1))
         h = l2_normalize(Scaler(scale, scale)(HyperDense(self.width, self.matmul_dtype)(x)))
         for _ in range(self.blocks):
