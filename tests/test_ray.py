@@ -213,6 +213,37 @@ def test_a_population_as_two_tasks_of_two_ranks_as_one_run_of_four(local_ray, lo
     assert [a["folder"] for a in config["agents"]] == folders
 
 
+TUNE_SPACE = ROOT / "docs" / "examples" / "tune_cartpole.toml"
+
+
+def test_a_tune_round_trains_its_populations_as_ray_tasks(local_ray, tmp_path):
+    """`python -m jax_rl.tools.tune --engine ray`: a round of 2 trials, one population each
+    (--trials_per_worker 1), as 2 Ray tasks at once; the driver tells the study."""
+    optuna = pytest.importorskip("optuna")
+    address, env = local_ray
+    tiny = [
+        "study.max_timesteps=200", "study.eval_freq=200", "study.rounds=1",
+        "study.trials_per_round=2", "fixed.start_timesteps=100", "fixed.batch_size=32",
+        "fixed.hidden_sizes=[32,32]", "fixed.eval_episodes=1", "fixed.log_freq=100",
+        "space.n_step.choices=[1]",
+    ]  # fmt: skip
+    folder = tmp_path / "study"
+    engine = ["--engine", "ray", "--address", address, "--trials_per_worker", "1"]
+    sets = [arg for item in tiny for arg in ("--set", item)]
+    argv = [str(TUNE_SPACE), "--study_dir", str(folder), *engine, *sets]
+    output = run(argv, env, "jax_rl.tools.tune")
+    assert "round 1 part1 (trials 0) to 200 steps: started on" in output.stdout
+    assert "round 1 part2 (trials 1) to 200 steps: started on" in output.stdout
+    study = optuna.load_study(
+        study_name="td3-cartpole-swingup", storage=f"sqlite:///{folder}/study.db"
+    )
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+    assert sorted(e["key"] for e in events(folder) if e["kind"] == "started") == [
+        "round1-part1", "round1-part2"
+    ]  # fmt: skip
+    assert "best: trial" in output.stdout and '[named."tuned-td3-cartpole-swingup/' in output.stdout
+
+
 def one_line_exit_2(call, capsys) -> str:
     with pytest.raises(SystemExit) as exit_info:
         call()
@@ -253,8 +284,9 @@ def test_engine_flags_are_checked_before_anything_runs(capsys):
     [
         ["jax_rl.tools.results", "--runs_dir", "runs"],
         ["jax_rl.main_dm_control", "--num_seeds", "4", "--no_progress"],
+        ["jax_rl.tools.tune", str(ROOT / "docs" / "examples" / "tune_cartpole.toml")],
     ],
-    ids=["results", "population"],
+    ids=["results", "population", "tune"],
 )
 def test_an_unreachable_address_is_one_line_and_exit_2(argv, tmp_path):
     module, *flags = argv
