@@ -53,6 +53,7 @@ PARTS: dict[str, dict[str, str]] = {
     "lap": {"replay": "lap"},
     "hold_exploration": {"hold_exploration": "true", "exploration_decay": "30"},
     "sale": {"representation": "sale", "encoder_every": "20"},
+    "mrq": {"representation": "mrq", "encoder_every": "20", "num_bins": "9"},
     "crossq_lap": {"crossq": "true", "replay": "lap", "renorm_warmup": "30"},
     "quantile": {
         "critic": "quantile",
@@ -122,6 +123,21 @@ def _batches(key: jax.Array) -> Transition:
     )
 
 
+def _windows(batches: Transition, horizon: int) -> Any:
+    """Sub-trajectories [UPDATES, BATCH, horizon, ...] for a learner that trains on them
+    (MR.Q's): step h of row b is row b + h of the same batch, cut after a terminal."""
+    from jax_rl.core.replay import Window
+
+    steps = jax.tree_util.tree_map(
+        lambda x: jnp.stack([jnp.roll(x, -h, axis=1) for h in range(horizon)], axis=2), batches
+    )
+    goes_on = steps.discount[..., :-1] > 0
+    first = jnp.ones(goes_on.shape[:-1] + (1,), bool)
+    mask = jnp.cumprod(jnp.concatenate([first, goes_on], axis=-1), axis=-1)
+    fields = {name: getattr(steps, name) for name in Transition.__dataclass_fields__}
+    return Window(**fields, mask=mask.astype(jnp.float32))
+
+
 def run(policy: str, config: Any) -> dict[str, Any]:
     """The case's fingerprint: {"sha256": hash of the leaves, "sum": their float sum}."""
     module = algos.get(policy)
@@ -129,15 +145,22 @@ def run(policy: str, config: Any) -> dict[str, Any]:
     init_key, data_key, update_key, act_key = jax.random.split(key, 4)
     state = module.init(init_key, OBS_SIZE, ACTION_SIZE, config)
     batches = _batches(data_key)
+    horizon = algos.horizon(module, config)
+    stream = batches if horizon == 1 else _windows(batches, horizon)
 
-    def body(state: Any, step: tuple[Transition, jax.Array]) -> tuple[Any, Any]:
+    def body(state: Any, step: tuple[Any, jax.Array]) -> tuple[Any, Any]:
         batch, k = step
-        state = module.observe(state, jax.tree_util.tree_map(lambda x: x[:1], batch))
+        first = jax.tree_util.tree_map(lambda x: x[:1], batch)
+        if horizon > 1:  # one step of the window's first row
+            first = Transition(
+                **{n: getattr(first, n)[:, 0] for n in Transition.__dataclass_fields__}
+            )
+        state = module.observe(state, first)
         state, metrics = module.update(state, batch, k)
         return state, metrics
 
     keys = jax.random.split(update_key, UPDATES)
-    state, metrics = jax.jit(lambda s: jax.lax.scan(body, s, (batches, keys)))(state)
+    state, metrics = jax.jit(lambda s: jax.lax.scan(body, s, (stream, keys)))(state)
     obs = jax.random.normal(act_key, (4, OBS_SIZE))
     extra = {}
     if getattr(config, "exploration_noise_min", 0) > 0:

@@ -17,7 +17,8 @@ FLOORS: list[tuple[str, set[str]]] = [
     (
         "pieces: networks, environments, outputs",
         {
-            "networks", "envs", "io", "algos.common", "algos.sale", "algos.critics",
+            "networks", "envs", "io", "algos.common", "algos.sale", "algos.mrq",
+            "algos.critics",
             "algos.targets", "algos.exploration", "run.presets", "run.cluster",
         },
     ),

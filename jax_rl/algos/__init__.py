@@ -20,6 +20,10 @@ A learner that can sample by priority (TD3's and SAC's LAP) defines `prioritized
 where it is true the loops keep a priority per row of the buffer and write back the
 priorities its update returns (`replay.PRIORITY_KEY`; `prioritized` here).
 
+A learner whose batches are sub-trajectories (MR.Q's representation) defines
+`horizon(config)`: where it is above 1 the loops hand its update `replay.Window`s of that
+many consecutive rows from each sampled start (`horizon` here).
+
 A module may also set `CPU_COMPILER_OPTIONS`, XLA options its update compiles with
 on a CPU (see `compiler_options`).
 """
@@ -63,6 +67,12 @@ def prioritized(algo: ModuleType, config: Any) -> bool:
     """Whether `algo`, set up by `config`, samples its batches by priority."""
     wants = getattr(algo, "prioritized", None)
     return bool(wants(config)) if wants is not None else False
+
+
+def horizon(algo: ModuleType, config: Any) -> int:
+    """Rows per sub-trajectory in `algo`'s batches, set up by `config` (1: transitions)."""
+    rows = getattr(algo, "horizon", None)
+    return int(rows(config)) if rows is not None else 1
 
 
 def compiler_options(algo: ModuleType) -> dict[str, str] | None:

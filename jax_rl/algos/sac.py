@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jax_rl.algos import common, critics, exploration, sale, targets
+from jax_rl.algos import common, critics, exploration, mrq, sale, targets
 from jax_rl.algos.critics import quantile
 from jax_rl.core import normalization
 from jax_rl.core.transition import Transition
@@ -99,6 +99,16 @@ class Config(flax.struct.PyTreeNode):
     embedding_size: int = sale.embedding_size_field()
     encoder_lr: float = sale.encoder_lr_field()
     encoder_every: int = sale.encoder_every_field()
+    # MR.Q's representation (`jax_rl.algos.mrq`; the same fields as SAC's).
+    action_embedding_size: int = mrq.action_embedding_size_field()
+    encoder_horizon: int = mrq.encoder_horizon_field()
+    value_horizon: int = mrq.value_horizon_field()
+    num_bins: int = mrq.num_bins_field()
+    reward_bound: float = mrq.reward_bound_field()
+    dynamics_weight: float = mrq.dynamics_weight_field()
+    reward_weight: float = mrq.reward_weight_field()
+    done_weight: float = mrq.done_weight_field()
+    encoder_weight_decay: float = mrq.encoder_weight_decay_field()
     replay: str = common.replay_field()
     lap_alpha: float = common.lap_alpha_field()
 
@@ -267,7 +277,12 @@ def act(
     return action
 
 
-observe = common.observe
+def observe(state: State, transition: Transition) -> State:
+    """`common.observe`, then the representation's statistics (MR.Q's reward scale)."""
+    return sale.learner_observe(common.observe(state, transition), transition)
+
+
+horizon = sale.horizon  # rows per sub-trajectory of its batches (`jax_rl.algos`)
 prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
 
 
@@ -333,7 +348,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     )
     batch = common.normalize_batch(state, batch)
     critic_key, actor_key = jax.random.split(key)
-    state = sale.learner_update(state, batch)
+    state, batch = sale.learner_update(state, batch)
     state, loss_critic, priority = critics.update(SIDE, state, batch, critic_key)
     state = state.replace(step=state.step + 1)
     actor_metrics: dict[str, jax.Array]

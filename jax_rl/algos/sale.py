@@ -19,6 +19,11 @@ ones differentiated), but the actor's gradient flows through g into its action.
 Ours against the paper: the embeddings join the networks' inputs (any network family takes
 them); the published networks instead pass s (and a) through one layer with AvgL1Norm
 before joining the embeddings, and use ELU in the critic.
+
+This module is also the learners' one seam to their representation: `representation =
+"mrq"` (MR.Q's encoders and latent model, `jax_rl.algos.mrq`) goes through the same
+functions, which hand it on where the sub-state or parameters are MR.Q's; there the actor
+sees z_s alone and the critics z_sa (with the action).
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jax_rl.algos import common
+from jax_rl.algos import common, mrq
 
-REPRESENTATIONS = ("none", "sale")
+REPRESENTATIONS = ("none", "sale", "mrq")
 
 
 class Encoders(flax.struct.PyTreeNode):
@@ -53,27 +58,28 @@ class Encoders(flax.struct.PyTreeNode):
 def representation_field() -> Any:
     return common.field(
         "none",
-        "none, or sale (TD7's learned state and state-action embeddings)",
+        "none, sale (TD7's learned state and state-action embeddings) or mrq (MR.Q's, "
+        "trained through a latent model over sub-trajectories)",
         static=True,
     )
 
 
 def encoder_hidden_sizes_field() -> Any:
-    return common.field((256, 256), "hidden layer sizes of each SALE encoder", static=True)
+    return common.field((256, 256), "hidden layer sizes of each SALE or MR.Q encoder", static=True)
 
 
 def embedding_size_field() -> Any:
-    return common.field(256, "size of SALE's embeddings z_s and z_sa", static=True)
+    return common.field(256, "size of SALE's or MR.Q's embeddings z_s and z_sa", static=True)
 
 
 def encoder_lr_field() -> Any:
-    return common.field(3e-4, "Adam learning rate of the SALE encoders")
+    return common.field(3e-4, "Adam learning rate of the SALE or MR.Q encoders")
 
 
 def encoder_every_field() -> Any:
     return common.field(
         250,
-        "updates between swaps of SALE's fixed encoders",
+        "updates between swaps of SALE's or MR.Q's fixed encoders",
         static=True,
     )
 
@@ -95,6 +101,13 @@ def check(config: Any) -> None:
     ):
         raise ValueError(f"{name} encoder_hidden_sizes must be positive integers, got {sizes!r}")
     common.check_fields(config, positive=("encoder_lr",), positive_ints=("encoder_every",))
+    mrq.check(config)
+
+
+def horizon(config: Any) -> int:
+    """Rows per sub-trajectory the learner's batches hold (1: plain transitions; MR.Q's
+    windows otherwise, `replay.Window`)."""
+    return mrq.horizon(config)
 
 
 # --- The encoders ------------------------------------------------------------------------
@@ -159,9 +172,11 @@ def loss(params: dict, obs: jax.Array, action: jax.Array, next_obs: jax.Array) -
     return ((prediction - target) ** 2).mean()
 
 
-def init(key: jax.Array, state_size: int, action_size: int, config: Any) -> Encoders | None:
-    """The learner's SALE sub-state (None without a representation); the three copies
-    start equal (distinct buffers: the loops donate the state)."""
+def init(key: jax.Array, state_size: int, action_size: int, config: Any) -> Any:
+    """The learner's SALE (or MR.Q) sub-state (None without a representation); the three
+    copies start equal (distinct buffers: the loops donate the state)."""
+    if config.representation == "mrq":
+        return mrq.init(key, state_size, action_size, config)
     if config.representation != "sale":
         return None
     params = init_params(
@@ -185,21 +200,34 @@ def update(
     return encoders.replace(params=params, opt_state=opt_state, loss=value)
 
 
-def learner_update(state: Any, batch: Any) -> Any:
+def learner_update(state: Any, batch: Any) -> tuple[Any, Any]:
     """A learner's `state` with its encoders stepped once on `batch` (normalised), as TD3
-    and SAC do before their critics; unchanged without a representation."""
+    and SAC do before their critics, and the transitions its critics and actor then learn
+    from: `batch` itself (unchanged state without a representation), or with MR.Q its
+    window's multi-step transitions (`mrq.learner_update`)."""
+    if isinstance(state.encoders, mrq.Model):
+        return mrq.learner_update(state, batch)
     if state.encoders is None:
-        return state
+        return state, batch
     cfg = state.config
     obs, next_obs = common.views(cfg, batch.obs)[0], common.views(cfg, batch.next_obs)[0]
-    return state.replace(
-        encoders=update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
-    )
+    encoders = update(state.encoders, obs, batch.action, next_obs, cfg.encoder_lr)
+    return state.replace(encoders=encoders), batch
+
+
+def learner_observe(state: Any, transition: Any) -> Any:
+    """After `common.observe`: MR.Q's running mean |r| takes the step's rewards [E]
+    (unchanged otherwise)."""
+    if not isinstance(state.encoders, mrq.Model):
+        return state
+    return state.replace(encoders=mrq.observe(state.encoders, transition.reward))
 
 
 def learner_swap(state: Any, metrics: dict[str, jax.Array]) -> tuple[Any, dict[str, jax.Array]]:
     """After an update: the fixed encoders swap every encoder_every-th update, and the
     metrics gain the encoders' loss; unchanged without a representation."""
+    if isinstance(state.encoders, mrq.Model):  # it swapped at the update's start
+        return state, {**metrics, **mrq.metrics(state.encoders)}
     if state.encoders is None:
         return state, metrics
     now = state.step % state.config.encoder_every == 0
@@ -221,19 +249,24 @@ def swap(encoders: Encoders, now: jax.Array) -> Encoders:
 # --- What the networks see ------------------------------------------------------------
 
 
-def actor_input(params: dict | None, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-    """([s, z_s], z_s) with encoder `params`; without (None): (s, None)."""
+def actor_input(params: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+    """([s, z_s], z_s) with encoder `params`; MR.Q's: (z_s, z_s); without (None): (s, None)."""
+    if isinstance(params, mrq.Params):
+        zs = mrq.state_embedding(params, obs)
+        return zs, zs
     if params is None:
         return obs, None
     zs = state_embedding(params, obs)
     return jnp.concatenate([obs, zs], axis=-1), zs
 
 
-def critic_input(
-    params: dict | None, obs: jax.Array, action: jax.Array, zs: jax.Array | None
-) -> jax.Array:
+def critic_input(params: Any, obs: jax.Array, action: jax.Array, zs: jax.Array | None) -> jax.Array:
     """[s, z_sa, z_s] (the critic appends a) with encoder `params` and z_s of the same
-    rows; without (None): s. action [..., A] broadcasts against obs [..., O]."""
+    rows; MR.Q's: z_sa; without (None): s. action [..., A] broadcasts against obs [..., O]."""
+    if isinstance(params, mrq.Params):
+        assert zs is not None
+        zs = jnp.broadcast_to(zs, action.shape[:-1] + zs.shape[-1:])
+        return mrq.state_action_embedding(params, zs, action)
     if params is None:
         return obs
     zsa = state_action_embedding(
@@ -244,7 +277,7 @@ def critic_input(
     return jnp.concatenate([obs, zsa, zs], axis=-1)
 
 
-def critic_view(params: dict | None, config: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
+def critic_view(params: Any, config: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
     """What the critics see of observations obs [B, O] (normalised) with actions [B, A]:
     `critic_input` on the critics' view, z_s from the actor's (`common.views`)."""
     actor_obs, critic_obs = common.views(config, obs)
@@ -254,7 +287,7 @@ def critic_view(params: dict | None, config: Any, obs: jax.Array, action: jax.Ar
 
 def init_networks(
     key: jax.Array, actor: Any, critic: Any, obs_size: int, action_size: int, config: Any
-) -> tuple[Any, Any, Encoders | None]:
+) -> tuple[Any, Any, Any]:
     """The actor's and the critics' variables, built on zeros through this seam (their
     inputs read the encoders), and the encoders; `key` splits into the actor's, the
     critics' and the encoders' keys."""
@@ -269,7 +302,7 @@ def init_networks(
     return actor.init(actor_key, actor_in), critic.init(critic_key, critic_in, action), encoders
 
 
-def copies(encoders: Encoders | None) -> tuple[Any, Any]:
+def copies(encoders: Any) -> tuple[Any, Any]:
     """(fixed, fixed_target) parameters, or (None, None) without a representation."""
     if encoders is None:
         return None, None

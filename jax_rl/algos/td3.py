@@ -26,7 +26,11 @@ environment and episode, `episode_draw`); SimBa's network families; and TD7's pa
 (Fujimoto et al., NeurIPS 2023; `--preset td7`): SALE embeddings (`jax_rl.algos.sale`),
 LAP replay (`replay = "lap"`, `common.td_loss`), hard target copies every `target_every`
 updates in place of Polyak averaging, and value clipping (`clip_values`,
-`critics.scalar`). TD7's policy checkpoints are not built: see docs/algorithms.md.
+`critics.scalar`). TD7's policy checkpoints are not built: see docs/algorithms.md. MR.Q
+(Fujimoto et al., ICLR 2025; `--preset mrq`) is the same learner with MR.Q's
+representation (`representation = "mrq"`, `jax_rl.algos.mrq`): its batches are
+sub-trajectories, from which the encoders learn a latent model and the critics a
+multi-step, reward-scaled return; with LAP, hard copies and policy_freq 1.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jax_rl.algos import common, critics, exploration, sale, targets
+from jax_rl.algos import common, critics, exploration, mrq, sale, targets
 from jax_rl.algos.critics import quantile, scalar
 from jax_rl.core import normalization
 from jax_rl.core.transition import Transition
@@ -102,6 +106,16 @@ class Config(flax.struct.PyTreeNode):
     embedding_size: int = sale.embedding_size_field()
     encoder_lr: float = sale.encoder_lr_field()
     encoder_every: int = sale.encoder_every_field()
+    # MR.Q's representation (`jax_rl.algos.mrq`; the same fields as SAC's).
+    action_embedding_size: int = mrq.action_embedding_size_field()
+    encoder_horizon: int = mrq.encoder_horizon_field()
+    value_horizon: int = mrq.value_horizon_field()
+    num_bins: int = mrq.num_bins_field()
+    reward_bound: float = mrq.reward_bound_field()
+    dynamics_weight: float = mrq.dynamics_weight_field()
+    reward_weight: float = mrq.reward_weight_field()
+    done_weight: float = mrq.done_weight_field()
+    encoder_weight_decay: float = mrq.encoder_weight_decay_field()
     replay: str = common.replay_field()
     lap_alpha: float = common.lap_alpha_field()
     target_every: int = targets.every_field()
@@ -285,7 +299,12 @@ def act(
     return jnp.clip(action + std * noise, -1.0, 1.0)
 
 
-observe = common.observe
+def observe(state: State, transition: Transition) -> State:
+    """`common.observe`, then the representation's statistics (MR.Q's reward scale)."""
+    return sale.learner_observe(common.observe(state, transition), transition)
+
+
+horizon = sale.horizon  # rows per sub-trajectory of its batches (`jax_rl.algos`)
 prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
 DRAWS_PER_EPISODE = True  # act takes episode_draw (`jax_rl.algos`)
 
@@ -314,10 +333,12 @@ NETS = ("actor", "critic")  # the nets with targets
 
 
 def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict[str, jax.Array]]:
-    """With SALE first one encoder update; then one critic update; every `policy_freq`-th
-    call also the actor and (Polyak) targets (no targets with crossq); with target_every
-    > 0 hard target copies every target_every-th call; with SALE the fixed encoders swap
-    every encoder_every-th call. batch holds raw observations (normalised here with the
+    """With SALE or MR.Q first one encoder update (MR.Q: on the batch's sub-trajectories,
+    whose multi-step transitions the critics and actor then read); then one critic
+    update; every `policy_freq`-th call also the actor and (Polyak) targets (no targets
+    with crossq); with target_every > 0 hard target copies every target_every-th call;
+    with SALE the fixed encoders swap every encoder_every-th call (MR.Q's at the start
+    of the call). batch holds raw observations (normalised here with the
     state's statistics). With LAP the metrics carry the rows' new priorities
     (`replay.PRIORITY_KEY`, [B])."""
     cfg = state.config
@@ -325,7 +346,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
     )
     batch = common.normalize_batch(state, batch)
-    state = sale.learner_update(state, batch)
+    state, batch = sale.learner_update(state, batch)
     state, loss, priority = critics.update(SIDE, state, batch, key)
     state = state.replace(step=state.step + 1)
     state = jax.lax.cond(

@@ -282,3 +282,68 @@ def split_priorities(metrics: dict) -> tuple[dict, jax.Array | None]:
     """(the update's metrics without `PRIORITY_KEY`, the priorities it returned or None)."""
     metrics = dict(metrics)
     return metrics, metrics.pop(PRIORITY_KEY, None)
+
+
+# --- Sub-trajectories (MR.Q's windows) -------------------------------------------------
+
+
+class Window(flax.struct.PyTreeNode):
+    """H consecutive rows of the buffer from each of B starts: the `Transition` fields with
+    leaves [B, H, ...], and `mask` [B, H], 1 where row h still belongs to the start's
+    episode: every row before it went on (discount > 0, its next_obs the next row's obs)
+    and the window has not reached the write position (the oldest row, or one never
+    written). mask[:, 0] is 1."""
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    discount: jax.Array
+    next_obs: jax.Array
+    mask: jax.Array
+
+
+def window_rows(rows: jax.Array, horizon: int, capacity: int) -> jax.Array:
+    """Starts [...] -> the rows of their windows [..., H], wrapping around the ring."""
+    return (rows[..., None] + jnp.arange(horizon, dtype=rows.dtype)) % capacity
+
+
+def window_mask(steps: Transition, rows: jax.Array, position: jax.Array) -> jax.Array:
+    """`Window.mask` [..., H] of gathered rows `steps` ([..., H, ...] leaves) at `rows`.
+
+    An episode's end is read from the rows themselves: after a terminal (discount 0) or a
+    time limit the next row starts with a reset, so its obs is not the row's next_obs (the
+    loops store both from the one array when an episode goes on, so they are equal bit
+    for bit)."""
+    same = jnp.all(steps.next_obs[..., :-1, :] == steps.obs[..., 1:, :], axis=-1)
+    goes_on = same & (steps.discount[..., :-1] > 0) & (rows[..., 1:] != position)
+    first = jnp.ones(goes_on.shape[:-1] + (1,), bool)
+    return jnp.cumprod(jnp.concatenate([first, goes_on], axis=-1), axis=-1).astype(jnp.float32)
+
+
+def gather_window(state: ReplayState, rows: jax.Array, horizon: int) -> Window:
+    """The windows of `horizon` rows from starts `rows` [B] of one buffer: B * H rows
+    gathered, the buffer itself never copied."""
+    at = window_rows(rows, horizon, state.capacity)
+    steps = jax.tree_util.tree_map(lambda stored: stored[at], state.data)
+    return Window(**_fields(steps), mask=window_mask(steps, at, state.position))
+
+
+def gather_window_population(state: ReplayState, rows: jax.Array, horizon: int) -> Window:
+    """`gather_window` for a population's buffers (leaves [P, capacity, ...], rows [P, B],
+    one shared write position): windows [P, B, H, ...], by `gather_population`."""
+    capacity = state.data.reward.shape[1]
+    at = window_rows(rows, horizon, capacity)  # [P, B, H]
+    flat = gather_population(state.data, at.reshape(at.shape[0], -1))
+    steps = jax.tree_util.tree_map(lambda x: x.reshape(at.shape + x.shape[2:]), flat)
+    return Window(**_fields(steps), mask=window_mask(steps, at, state.position))
+
+
+def sample_batch(state: ReplayState, key: jax.Array, batch_size: int, horizon: int = 1) -> Any:
+    """`sample` (horizon 1), else B windows of `horizon` rows from uniform starts."""
+    if horizon == 1:
+        return sample(state, key, batch_size)
+    return gather_window(state, sample_rows(key, state.size, batch_size), horizon)
+
+
+def _fields(steps: Transition) -> dict[str, Any]:
+    return {name: getattr(steps, name) for name in Transition.__dataclass_fields__}

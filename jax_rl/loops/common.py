@@ -62,6 +62,26 @@ def check_collection(config: Any) -> None:
         )
 
 
+def check_learner(algo: ModuleType, algo_config: Any, n_step: int | None) -> None:
+    """Raise ValueError (one line) where the learner asks for what the loop cannot give:
+    sub-trajectories (`algos.horizon` > 1, MR.Q) on the device pipeline (`n_step` None),
+    or on a host loop that stores n-step transitions (their rows no longer follow)."""
+    from jax_rl import algos
+
+    if algos.horizon(algo, algo_config) == 1:
+        return
+    if n_step is None:
+        raise ValueError(
+            "representation mrq trains on sub-trajectories of the replay, which the host "
+            "loops (main_dm_control.py, main_gym.py) hand out and the device pipeline does not"
+        )
+    if n_step > 1:
+        raise ValueError(
+            f"representation mrq forms its own multi-step returns (value_horizon) from "
+            f"one-step rows: n_step must be 1, got {n_step}"
+        )
+
+
 def zero_metrics(algo: ModuleType, agent: Any, batch: Transition, key: jax.Array) -> dict:
     """Zeros shaped like the metrics `algo.update` returns (nothing is computed), without
     the priorities a prioritised learner returns (`replay.PRIORITY_KEY`).

@@ -51,6 +51,7 @@ from jax_rl.loops.common import (
     RunControl,
     StopSignals,
     check_collection,
+    check_learner,
     check_positive_ints,
     replay_capacity,
     zero_metrics,
@@ -558,6 +559,7 @@ def train_population(
     on, until none is left. Interrupted after saving on SIGINT/SIGTERM. With `recorder`
     (`play.VideoRecorder`, --video_every), record videos of the agents at its steps.
     """
+    check_learner(algo, algo_configs[0], None)
     run = _PopulationRun.start(algo, algo_configs, seeds, env, config, logger, control)
     with StopSignals() if control is not None else contextlib.nullcontext() as signals:
         for chunk in range(run.first_chunk, config.num_chunks):

@@ -60,6 +60,7 @@ from jax_rl.loops.common import (
     StopSignals,
     check_collection,
     check_finite,
+    check_learner,
     check_positive_ints,
     pull_metrics,
     replay_capacity,
@@ -240,13 +241,19 @@ def make_step_functions(
         axes, size = learner_axes(rest), act_obs.shape[0]
         priority_axis = None if replay.priority is None else 0
         over = population.over_agents(learn_one, (axes, 0, 0, 0, 0), (axes, 0, 0), size)
+        # Windows of consecutive rows from each start for a learner that asks (MR.Q's).
+        horizon = algos.horizon(algo, rest.agent.config)
         # Unrolled: U is small, and each update reads the priorities the last wrote back.
         # The actions of all but the last update are never read (XLA drops them).
         for _ in range(updates_per_step):
             keys, rows = population.over_agents(draw, (0, None, priority_axis), (0, 0), size)(
                 rest.key, replay.size, replay.priority
             )
-            batch = replay_lib.gather_population(replay.data, rows)
+            batch = (
+                replay_lib.gather_population(replay.data, rows)
+                if horizon == 1
+                else replay_lib.gather_window_population(replay, rows, horizon)
+            )
             rest, actions, priority = over(rest, keys, batch, act_obs, act_noise)
             if priority is not None:
                 replay = replay_lib.write_priorities_population(replay, rows, priority)
@@ -282,7 +289,8 @@ def init_learner(
     replay = replay_lib.create(spec)
     agent_key, key = jax.random.split(key)
     agent = algo.init(agent_key, obs_size, action_size, algo_config)
-    sums = zero_metrics(algo, agent, replay_lib.sample(replay, key, batch_size), key)
+    batch = replay_lib.sample_batch(replay, key, batch_size, algos.horizon(algo, algo_config))
+    sums = zero_metrics(algo, agent, batch, key)
     return Learner(agent, replay, key, sums, jnp.int32(0))
 
 
@@ -615,6 +623,7 @@ class _PopulationRun:
         control: RunControl | None,
     ) -> _PopulationRun:
         """Build the learners, their step functions and the collector."""
+        check_learner(algo, algo_configs[0], config.n_step)
         fns = make_step_functions(algo, config.batch_size, config.updates_per_step)
         obs_size, action_size = envs[0].obs_size, envs[0].action_size
         learner = init_population(

@@ -355,6 +355,13 @@ def resolve_settings(
     loop_config = cli.build_loop_config(
         backend.loop_config_class, args, **backend.loop_fields(args)
     )
+    from jax_rl.loops.common import check_learner
+
+    on_device = backend.loop_config_class.__module__ == "jax_rl.loops.device"
+    try:  # what the learner needs of the loop (MR.Q's sub-trajectories), before compiling
+        check_learner(algo, algo_config, None if on_device else loop_config.n_step)
+    except ValueError as e:
+        cli.fail(str(e))
     agents = cli.population_of(args, sweep)
     flags = user_settings(args, given, backend.env_fields(args))
     yielded = tuple(gave_way(preset, given, args)) if preset is not None else ()
