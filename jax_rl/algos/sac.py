@@ -99,7 +99,7 @@ class Config(flax.struct.PyTreeNode):
     embedding_size: int = sale.embedding_size_field()
     encoder_lr: float = sale.encoder_lr_field()
     encoder_every: int = sale.encoder_every_field()
-    # MR.Q's representation (`jax_rl.algos.mrq`; the same fields as SAC's).
+    # MR.Q's representation (`jax_rl.algos.mrq`; the same fields as TD3's).
     action_embedding_size: int = mrq.action_embedding_size_field()
     encoder_horizon: int = mrq.encoder_horizon_field()
     value_horizon: int = mrq.value_horizon_field()
