@@ -76,6 +76,7 @@ class GymnasiumBackend:
             "noise_color": args.noise_color,
             "action_repeat": args.action_repeat,
             "updates_per_step": args.updates_per_step,
+            "population_loop": args.population_loop,
         }
 
     def check(self, args: argparse.Namespace) -> None:

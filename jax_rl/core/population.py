@@ -112,6 +112,17 @@ def _per_agent(fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any) -> An
     )
 
 
+def _shared(fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any) -> Any:
+    """Apply fn to every shared leaf of a population tree (axes None), the others as
+    they are."""
+    return jax.tree_util.tree_map(
+        lambda a, sub: jax.tree_util.tree_map(fn, sub) if a is None else sub,
+        axes,
+        tree,
+        is_leaf=lambda x: x is None,
+    )
+
+
 def index_agent(tree: Any, axes: Any, i: int) -> Any:
     """Agent i's slice of a population tree (shared leaves as they are)."""
     return _per_agent(lambda x: x[i], axes, tree)
@@ -123,14 +134,37 @@ def repeat_agent(tree: Any, axes: Any, size: int) -> Any:
     return _per_agent(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), axes, tree)
 
 
+LOOPS = ("vmap", "map")
+
+
 def over_agents(
-    fn: Callable[..., Any], in_axes: tuple[Any, ...], out_axes: Any, size: int
+    fn: Callable[..., Any],
+    in_axes: tuple[Any, ...],
+    out_axes: Any,
+    size: int,
+    loop: str = "vmap",
 ) -> Callable[..., Any]:
     """fn on one agent -> fn on a population of `size` agents (not jitted).
 
     `in_axes`/`out_axes` are vmap-style prefixes: 0 for per-agent values,
-    None for shared ones. A size-1 population indexes instead of vmapping.
+    None for shared ones (a shared output is agent 0's). A size-1 population
+    indexes instead of vmapping. `loop` "map" runs the agents one after another
+    (`lax.map`: one agent's working set at a time, for CPUs whose caches a
+    vmapped population's activations overflow; see `jax_rl.loops.host`);
+    `any_agent` then sees one agent only.
     """
+    if loop not in LOOPS:
+        raise ValueError(f"loop must be one of {LOOPS}, got {loop!r}")
+    if size > 1 and loop == "map":
+
+        def mapped(*args: Any) -> Any:
+            def body(i: jax.Array) -> Any:
+                return fn(*[index_agent(x, a, i) for x, a in zip(args, in_axes, strict=True)])
+
+            out = jax.lax.map(body, jnp.arange(size))
+            return _shared(lambda x: x[0], out_axes, out)
+
+        return mapped
     if size > 1:
         return jax.vmap(fn, in_axes=in_axes, out_axes=out_axes, axis_name=AXIS)
 

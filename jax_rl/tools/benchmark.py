@@ -48,6 +48,7 @@ from jax_rl.envs.brax import CUSTOM_BACKEND, BraxEnv
 from jax_rl.envs.repeat import repeat_actions
 from jax_rl.io.logger import scratch_folder
 from jax_rl.loops import device, host
+from jax_rl.run import presets
 from jax_rl.tools import timing
 
 
@@ -138,6 +139,10 @@ MPO_RETURNS_OVERRIDES: dict[str, Any] = {
 # than the main table: the published SimBa critic costs minutes per 1000 steps on a CPU.
 CRITIC_SETTINGS = BenchSettings(steps_per_block=200, num_blocks=3, warmup_steps=100)
 CROSSQ_OVERRIDES: dict[str, Any] = {"crossq": True, "policy_freq": 3, "adam_beta1": 0.5}
+# The dm_control suite entry (jax_rl/presets/td3.toml's `dm_control/*`): CrossQ at 256-256
+# critics and Adam lr 1e-3.
+CROSSQ_ENTRY: dict[str, Any] = {**CROSSQ_OVERRIDES, "actor_lr": 1e-3, "critic_lr": 1e-3}
+CROSSQ_LEARNERS = ("TD3", "SAC")
 SIMBA_OVERRIDES: dict[str, Any] = {
     "actor_network": "simba",
     "critic_network": "simba",
@@ -193,6 +198,22 @@ REPRESENTATION_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def preset_overrides(policy: str, name: str, backend: str = "gymnasium") -> dict[str, Any]:
+    """The learner Config fields a named preset sets (its loop settings left out), read from
+    the preset file, so that a row times exactly what `--preset NAME` trains."""
+    preset = presets.resolve(policy, backend, "any", name)
+    assert preset is not None
+    fields = {f.name for f in dataclasses.fields(algos.get(policy).Config)}
+    return {
+        k: tuple(v) if isinstance(v, list) else v for k, v in preset.settings.items() if k in fields
+    }
+
+
+MRQ_LABEL = "MR.Q (TD3 + MR.Q's representation, --preset mrq)"
+# MR.Q's update is ~23x TD3's (11.6 GFLOP): fewer timed steps, the same code path.
+MRQ_SETTINGS = {"steps_per_block": 100, "num_blocks": 3, "warmup_steps": 50}
+
+
 def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
     """(row label, overrides) for learner `name`: MPO once per dual solver, then in
     its returns configuration; TD3 and SAC, then with TD7's SALE and LAP, then with action
@@ -200,9 +221,29 @@ def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
     if name == "MPO":
         rows = [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
         return [*rows, (MPO_RETURNS_LABEL, dict(MPO_RETURNS_OVERRIDES))]
+    if name == "TD3":
+        mrq = (MRQ_LABEL, preset_overrides("TD3", "mrq"))
+        return [(name, {}), REPRESENTATION_ROWS[name], mrq, repeated(name)]
     if name in REPRESENTATION_ROWS:
         return [(name, {}), REPRESENTATION_ROWS[name], repeated(name)]
     return [(name, {})]
+
+
+def population_rows(name: str, size: int) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, overrides) for `--host_population`: learner `name` plain and with its
+    CrossQ entry (the dm_control suite entry), as one agent and as `size` agents vmapped and
+    mapped (`--population_loop`)."""
+    rows = []
+    for what, overrides in ((name, {}), (f"{name}, CrossQ entry", CROSSQ_ENTRY)):
+        rows.append((f"{what}, 1 agent", overrides))
+        for loop in population.LOOPS:
+            rows.append(
+                (
+                    f"{what}, {size} agents, {loop}",
+                    {**overrides, "num_agents": size, "population_loop": loop},
+                )
+            )
+    return rows
 
 
 def repeated(name: str, action_repeat: int = 2) -> tuple[str, dict[str, Any]]:
@@ -214,6 +255,10 @@ def repeated(name: str, action_repeat: int = 2) -> tuple[str, dict[str, Any]]:
 def quick_sized(overrides: dict[str, Any]) -> dict[str, Any]:
     """A row's overrides at --quick's tiny sizes: SALE's encoders 8 wide (the same code
     path; the networks' own widths come from the settings)."""
+    if overrides.get("representation") == "mrq":  # MR.Q's networks are all its own widths
+        small = {"embedding_size": 8, "action_embedding_size": 8, "num_bins": 5}
+        sizes = ("encoder_hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes")
+        return {**overrides, **small, **{k: (8,) for k in sizes}}
     if overrides.get("representation") != "sale":
         return overrides
     return {**overrides, "encoder_hidden_sizes": (8,), "embedding_size": 8}
@@ -260,37 +305,49 @@ def bench_host_step(
     n_step: int = 1,
     make_env: Callable[[int], HostEnv] | None = None,
     action_repeat: int = 1,
+    num_agents: int = 1,
+    population_loop: str = "vmap",
     **overrides: Any,
 ) -> dict[str, Any]:
     """Seconds per 1000 host-loop training steps of learner `name` (Config `overrides`;
     `n_step` > 1 stores n-step transitions, as main_dm_control.py --n_step does). With
     `action_repeat` K > 1 each step holds its decision for K frames (one update per K
-    frames, `--action_repeat`): the figures are then per 1000 frames, as the loop counts."""
+    frames, `--action_repeat`): the figures are then per 1000 frames, as the loop counts.
+    With `num_agents` P > 1 a step is every agent's (P environments, one call updating all
+    P, vmapped or mapped as `population_loop` says): the figures are the population's."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
+    seeds = list(range(seed, seed + num_agents))
     # Imported here so that the Brax-only benchmark (--skip_host) runs without dm_control,
     # e.g. on an accelerator machine that has only JAX and Brax.
     if make_env is None:
         from jax_rl.envs.dm_control import DMControlEnv
 
-        env: HostEnv = DMControlEnv(settings.domain_name, settings.task_name, seed=seed)
-    else:
-        env = make_env(seed)
-    env = repeat_actions(env, action_repeat)
-    fns = host.make_step_functions(algo, settings.batch_size)
+        def make_env(s: int) -> HostEnv:
+            return DMControlEnv(settings.domain_name, settings.task_name, seed=s)
+
+    envs = [repeat_actions(make_env(s), action_repeat) for s in seeds]
+    env = envs[0]
+    fns = host.make_step_functions(algo, settings.batch_size, population_loop=population_loop)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
     capacity += settings.warmup_steps
     learner = host.init_population(
         algo,
-        [config],
-        [seed],
+        [config] * num_agents,
+        seeds,
         env.obs_size,
         env.action_size,
         capacity,
         settings.batch_size,
     )
     collector = host.Collector(
-        [env], fns, learner, settings.prefill, [seed], n_step=n_step, discounts=[config.discount]
+        envs,
+        fns,
+        learner,
+        settings.prefill,
+        seeds,
+        n_step=n_step,
+        discounts=[config.discount] * num_agents,
     )
     # Up to the last step before learning starts: the first `learn` (its compilation) is
     # the timed first call. A step is action_repeat frames.
@@ -307,7 +364,11 @@ def bench_host_step(
     # A step is action_repeat frames (dm_control's 1000-frame episodes: exactly, for K = 2).
     median, mean, std = (t / action_repeat for t in result.per_1000())
     trained = host.agent_learner(collector.learner, 0)
-    batch = jax.tree_util.tree_map(lambda x: x[: settings.batch_size], trained.replay.data)
+    # The batch the loop hands the update: windows of rows for a learner that reads them.
+    horizon = algos.horizon(algo, trained.agent.config)
+    batch = replay_lib.sample_batch(
+        trained.replay, jax.random.key(0), settings.batch_size, horizon
+    )
     flops = timing.compiled_flops(jax.jit(algo.update), trained.agent, batch, jax.random.key(0))
     solve = None
     if name == "MPO" and config.dual_solver == "scipy":
@@ -315,6 +376,8 @@ def bench_host_step(
     return {
         "policy": label or name,
         "action_repeat": action_repeat,
+        "num_agents": num_agents,
+        "population_loop": population_loop if num_agents > 1 else None,
         "scipy_solve_seconds": solve,
         "seconds_per_1000_median": median,
         "seconds_per_1000_mean": mean,
@@ -322,7 +385,10 @@ def bench_host_step(
         "compile_seconds": result.first_call_seconds,
         "flops_per_update": flops,
         # One update per step: per step's time, not per frame's.
-        "achieved_flops_per_second": flops / (median * action_repeat / 1000.0) if flops else None,
+        # A step updates every agent once.
+        "achieved_flops_per_second": (
+            flops * num_agents / (median * action_repeat / 1000.0) if flops else None
+        ),
         "blocks": list(result.block_seconds),
     }
 
@@ -527,6 +593,48 @@ def population_markdown(
     return "\n".join(lines)
 
 
+def host_population_markdown(
+    rows: list[dict[str, Any]], info: dict[str, Any], settings: BenchSettings
+) -> str:
+    """The host loop's cost of P agents trained together (vmapped, mapped), against one."""
+    size = max(r["num_agents"] for r in rows)
+    lines = [
+        f"# Host loop: populations of {size} agents against one ({settings.domain_name}-"
+        f"{settings.task_name}, batch {settings.batch_size}, "
+        f"{'-'.join(map(str, settings.hidden_sizes))} networks)",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, accelerator {info['accelerator']}, "
+        f"JAX {info['jax']}. Regenerate: `python -m jax_rl.tools.benchmark --host_population "
+        f"{size}` (nothing else running).",
+        "",
+        "| row | s / 1000 steps, all agents (median) | mean ± std | cost / cost of 1 agent "
+        "| s / 1000 steps per agent | compile (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    one = None
+    for r in rows:
+        median = r["seconds_per_1000_median"]
+        if r["num_agents"] == 1:
+            one = median
+        ratio = f"{median / one:.2f}x" if one else "n/a"
+        lines.append(
+            f"| {r['policy']} | {median:.2f} | {r['seconds_per_1000_mean']:.2f} ± "
+            f"{r['seconds_per_1000_std']:.2f} | {ratio} | {median / r['num_agents']:.2f} "
+            f"| {r['compile_seconds']:.1f} |"
+        )
+    lines += [
+        "",
+        "A step is every agent's: P dm_control environments stepped on the host and one "
+        "jitted call that inserts, samples and updates all P agents (`--population_loop`: "
+        "vmap, one batched program; map, one agent after another inside the same program). "
+        "Cost / cost of 1 agent at most P means the population costs no more than P "
+        "separate runs one after another. `--population_loop auto` (the default) maps "
+        "BatchRenorm networks (`--crossq`) on a CPU and vmaps the rest.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def playground_markdown(
     rows: list[dict[str, Any]], device: DeviceBenchSettings, host: BenchSettings, info: dict
 ) -> str:
@@ -605,6 +713,13 @@ def markdown(
                 f"{r['scipy_solve_seconds'] * 1e3:.2f} ms per update, "
                 f"{r['scipy_solve_seconds'] / per_step:.0%} of its training step."
             )
+    if any(r["policy"] == MRQ_LABEL for r in rows):
+        lines.append(
+            f"{MRQ_LABEL}: the settings of `--preset mrq` (jax_rl/presets/td3.toml) at one "
+            "update per environment step, timed over "
+            f"{MRQ_SETTINGS['num_blocks']} blocks of {MRQ_SETTINGS['steps_per_block']} steps "
+            "(its update is ~23x TD3's); per 1000 steps like the rest."
+        )
     if any(r["policy"] == MPO_RETURNS_LABEL for r in rows):
         settings_text = ", ".join(f"{k} {v}" for k, v in MPO_RETURNS_OVERRIDES.items())
         lines += [
@@ -659,6 +774,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "writes playground.md",
     )
     parser.add_argument(
+        "--host_population",
+        type=int,
+        default=None,
+        metavar="P",
+        help="only time the host loop's populations: each of --policies (TD3, SAC) plain and "
+        "with its CrossQ entry, as 1 agent and as P agents vmapped and mapped; writes "
+        "host_population.md",
+    )
+    parser.add_argument(
         "--population",
         default=None,
         metavar="N,N,...",
@@ -687,6 +811,10 @@ def check_args(args: argparse.Namespace) -> str | None:
     sizes = device_sizes(args)
     if any(v < 1 for v in sizes.values()):
         return f"Brax pipeline sizes must be positive, got {sizes}"
+    if args.host_population is not None and args.host_population < 2:
+        return f"--host_population must be at least 2, got {args.host_population}"
+    if args.host_population and any(n not in CROSSQ_LEARNERS for n in args.policies.split(",")):
+        return f"--host_population times {' and '.join(CROSSQ_LEARNERS)}: give --policies TD3,SAC"
     if args.population and args.playground and "," in args.playground.strip(","):
         return "--population times one task: give --playground a single task"
     return None
@@ -719,6 +847,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             device_settings = _playground_settings(args, task)[0]
         return _bench_population(args, names[0], info, device_settings)
+    if args.host_population:
+        return _bench_host_population(args, names, info)
     if args.playground:
         return _bench_playground(args, names, info)
     if args.critics:
@@ -750,7 +880,10 @@ def _bench_host(
         for label, overrides in rows_of(name):
             print(f"timing {label} ...", file=sys.stderr, flush=True)
             overrides = quick_sized(overrides) if args.quick else overrides
-            rows.append(bench_host_step(name, settings, label=label, **overrides))
+            timed = settings
+            if label == MRQ_LABEL and not args.quick:
+                timed = dataclasses.replace(settings, **MRQ_SETTINGS)
+            rows.append(bench_host_step(name, timed, label=label, **overrides))
     payload = {
         "machine": info,
         "settings": dataclasses.asdict(settings),
@@ -765,6 +898,20 @@ def _bench_host(
         payload["lap_sampling"] = lap
         table += lap_markdown(lap)
     _write(Path(args.out), stem, table, payload)
+
+
+def _bench_host_population(args: argparse.Namespace, names: list[str], info: dict[str, Any]) -> int:
+    """host_population.md: P agents on the host loop, vmapped and mapped, against one."""
+    settings = QUICK if args.quick else BenchSettings()
+    rows = []
+    for name in names:
+        for label, overrides in population_rows(name, args.host_population):
+            print(f"timing {label} ...", file=sys.stderr, flush=True)
+            rows.append(bench_host_step(name, settings, label=label, **overrides))
+    payload = {"machine": info, "settings": dataclasses.asdict(settings), "host_loop": rows}
+    table = host_population_markdown(rows, info, settings)
+    _write(Path(args.out), "host_population", table, payload)
+    return 0
 
 
 def lap_markdown(rows: list[dict[str, float]]) -> str:

@@ -200,3 +200,49 @@ def test_entry_point_trains_a_seed_sweep_and_ranks_it(tmp_path):
     assert {r["setting"] for r in summary["ranking"]} == {"tau=0.005", "tau=0.05"}
     assert "| rank | SAC setting |" in (out / "ranking.md").read_text()
     assert "4 agents, 200 environment steps each" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def mapped(runs, tmp_path_factory):
+    """name -> the population of `runs` trained again with population_loop "map"."""
+    out = {}
+    for name in ("TD3", "SAC"):
+        agents, _, _ = runs[name]
+        algo = ALGOS[name]
+        sweep = {"tau": [0.005, 0.05]} if name == "SAC" else {}
+        configs = [algo.Config(hidden_sizes=HIDDEN).replace(**dict(a.values)) for a in agents]
+        assert [a.values for a in population.expand(0, 2, sweep)] == [a.values for a in agents]
+        folder = tmp_path_factory.mktemp(f"{name}-mapped")
+        out[name] = train(algo, configs, [a.seed for a in agents], folder, population_loop="map")
+    return out
+
+
+@pytest.mark.parametrize("name", ["TD3", "SAC"])
+def test_mapped_agents_train_as_separate_runs_too(runs, mapped, name):
+    """One agent after another in the same program: each agent still trains exactly as a
+    run of its own (parameters, keys, replay), and the counters stay shared."""
+    agents, _, alone = runs[name]
+    together = mapped[name]
+    for i, single in enumerate(alone):
+        mine, other = together.agent(i), single.agent(0)
+        assert_close(mine.agent, other.agent)
+        assert_close(mine.key, other.key)
+        assert_close(mine.replay.data, other.replay.data)
+    learner = together.learner
+    assert learner.replay.size.shape == () and learner.agent.step.shape == ()
+    assert together.step_functions.learn._cache_size() == 1
+    if name == "TD3":  # the delayed actor update still counts every update once
+        assert int(learner.agent.step) == LOOP["max_timesteps"] - LOOP["start_timesteps"] + 1
+
+
+def test_auto_maps_batchrenorm_populations_on_a_cpu_and_vmaps_the_rest():
+    crossq, plain = td3.Config(crossq=True), td3.Config()
+    assert jax.default_backend() == "cpu"
+    assert host.resolve_population_loop("auto", crossq, 3) == "map"
+    assert host.resolve_population_loop("auto", sac.Config(crossq=True), 2) == "map"
+    assert host.resolve_population_loop("auto", plain, 3) == "vmap"
+    assert host.resolve_population_loop("auto", crossq, 1) == "vmap"
+    assert host.resolve_population_loop("vmap", crossq, 3) == "vmap"
+    assert host.resolve_population_loop("map", plain, 3) == "map"
+    with pytest.raises(ValueError, match="population_loop must be one of auto, vmap, map"):
+        host.HostLoopConfig(population_loop="scan")
