@@ -40,6 +40,20 @@ per update between copies, so at any update it has had one burst fewer, on the s
 A window that an episode's end (terminal or time limit) or the write position cuts short is
 masked past it (the paper never samples windows that cross a time limit), and the done
 loss is always on (the paper's only once the buffer has held a terminal).
+
+DR.Q's options (Lyu, Lin, Fujimoto et al., ICML 2026, "Debiased Model-based
+Representations for Sample-efficient Continuous Control"; `--preset drq`), each off by
+default. An InfoNCE term (infonce_weight > 0, temperature tau = infonce_temperature) makes
+the predicted next embedding pick its own target out of the batch, the other rows being
+the negatives (n(x) = x / max(|x|_2, 1e-12); the rows masked out stay negatives, as in
+DR.Q's code):
+    l_i[b, c] = n(z_{i+1, b}) . sg(n(z_s_fixed(s'_{i, c}))) / tau          [B, B]
+    L_nce = sum_i mean_b w_ib (-log softmax_c(l_i[b, :])_b),  L_enc += infonce_weight L_nce
+with each row's term masked by its own w_ib: DR.Q's code multiplies the [B] losses by a
+[B, 1] mask, which broadcasts to [B, B] and weighs mean_b CE_b by the fraction of rows
+unmasked instead. Without value scaling (value_scaling false) the targets are in raw
+reward units: y = sum_{k<m} gamma^k r_k + gamma^m d_{m-1} Q_targ(s'_{m-1}, a') (the
+running mean |r| is still kept, and reported, but read by nothing).
 """
 
 from __future__ import annotations
@@ -124,18 +138,45 @@ def encoder_weight_decay_field() -> Any:
     return common.field(0.0, "AdamW weight decay of the MR.Q encoders (MR.Q: 1e-4)", static=True)
 
 
+def infonce_weight_field() -> Any:
+    # Static as the weights above, and more: 0 leaves the term out of the program.
+    return common.field(
+        0.0, "weight of DR.Q's InfoNCE loss on the latent model (0: off, MR.Q)", static=True
+    )
+
+
+def infonce_temperature_field() -> Any:
+    return common.field(0.1, "temperature of DR.Q's InfoNCE logits", static=True)
+
+
+def value_scaling_field() -> Any:
+    return common.field(
+        True, "MR.Q's values in units of the mean |r| (false: raw rewards, DR.Q)", static=True
+    )
+
+
 def check(config: Any) -> None:
     """Raise ValueError for a bad MR.Q field, or a recipe MR.Q cannot train with."""
     name = type(config).__module__.rsplit(".", 1)[-1].upper()
     common.check_fields(
         config,
-        positive=("reward_bound",),
-        non_negative=("dynamics_weight", "reward_weight", "done_weight", "encoder_weight_decay"),
+        positive=("reward_bound", "infonce_temperature"),
+        non_negative=(
+            "dynamics_weight",
+            "reward_weight",
+            "done_weight",
+            "encoder_weight_decay",
+            "infonce_weight",
+        ),
         positive_ints=("action_embedding_size", "encoder_horizon", "value_horizon"),
     )
     bins = config.num_bins
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 2:
         raise ValueError(f"{name} num_bins must be an integer >= 2, got {bins!r}")
+    if not isinstance(config.value_scaling, bool):
+        raise ValueError(
+            f"{name} value_scaling must be true or false, got {config.value_scaling!r}"
+        )
     if config.representation != "mrq":
         return
     recipe = "crossq" if getattr(config, "crossq", False) else config.critic
@@ -256,16 +297,36 @@ def predict(params: Params, zsa: jax.Array) -> tuple[jax.Array, jax.Array, jax.A
     return out[..., 0], out[..., 1 : 1 + dim], out[..., 1 + dim :]
 
 
+def infonce(prediction: jax.Array, target: jax.Array, temperature: Any) -> jax.Array:
+    """DR.Q's InfoNCE per row: prediction, target [B, Z] -> [B], the cross-entropy of row
+    b's logits n(prediction_b) . n(target_c) / temperature over the batch c against c = b
+    (n: L2-normalised, as torch's F.normalize). One direction only: each prediction picks
+    its target, not each target its prediction."""
+
+    def unit(x: jax.Array) -> jax.Array:
+        return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+    logits = unit(prediction) @ unit(target).T / temperature  # [B, B]
+    return -jnp.diagonal(jax.nn.log_softmax(logits, axis=-1))
+
+
+def infonce_on(config: Any) -> bool:
+    """Whether the encoders train with DR.Q's InfoNCE term (a static choice: off, the
+    program is MR.Q's)."""
+    return config.infonce_weight > 0
+
+
 class Losses(flax.struct.PyTreeNode):
     dynamics: jax.Array
     reward: jax.Array
     done: jax.Array
+    infonce: jax.Array | None = None  # only with DR.Q's term on
 
 
 def losses(params: Params, target: Params, window: Window, config: Any) -> Losses:
-    """The three latent-model losses, each summed over the first encoder_horizon steps of
-    `window` ([B, H, ...], observations as the encoders see them); the dynamics targets
-    come from the `target` copy."""
+    """The three latent-model losses (four with DR.Q's InfoNCE), each summed over the first
+    encoder_horizon steps of `window` ([B, H, ...], observations as the encoders see them);
+    the dynamics (and InfoNCE) targets come from the `target` copy."""
     steps = int(config.encoder_horizon)
     window = jax.tree_util.tree_map(lambda x: x[:, :steps], window)
     next_zs = jax.lax.stop_gradient(state_embedding(target, window.next_obs))  # [B, H, Z]
@@ -278,24 +339,32 @@ def losses(params: Params, target: Params, window: Window, config: Any) -> Losse
         dynamics = (mask[:, None] * (zs - target_zs) ** 2).mean()
         cross = -(two_hot(reward, values) * jax.nn.log_softmax(logits)).sum(axis=-1)
         done_error = (done - (1.0 - discount)) ** 2
-        return zs, jnp.stack([dynamics, (mask * cross).mean(), (mask * done_error).mean()])
+        parts = [dynamics, (mask * cross).mean(), (mask * done_error).mean()]
+        if infonce_on(config):  # each row's term masked by its own w_ib
+            parts.append((mask * infonce(zs, target_zs, config.infonce_temperature)).mean())
+        return zs, jnp.stack(parts)
 
     inputs = (window.action, window.reward, window.discount, window.mask, next_zs)
     zs = state_embedding(params, window.obs[:, 0])
     _, per_step = jax.lax.scan(step, zs, jax.tree_util.tree_map(time_major, inputs))
     total = per_step.sum(axis=0)
-    return Losses(dynamics=total[0], reward=total[1], done=total[2])
+    nce = total[3] if infonce_on(config) else None
+    return Losses(dynamics=total[0], reward=total[1], done=total[2], infonce=nce)
 
 
 def loss(params: Params, target: Params, window: Window, config: Any) -> tuple[jax.Array, Any]:
-    """L_enc (weighted sum of `losses`) and the three parts [3]."""
+    """L_enc (weighted sum of `losses`) and its parts [3] ([4] with DR.Q's InfoNCE)."""
     parts = losses(params, target, window, config)
     value = (
         config.dynamics_weight * parts.dynamics
         + config.reward_weight * parts.reward
         + config.done_weight * parts.done
     )
-    return value, jnp.stack([parts.dynamics, parts.reward, parts.done])
+    stacked = [parts.dynamics, parts.reward, parts.done]
+    if parts.infonce is not None:
+        value = value + config.infonce_weight * parts.infonce
+        stacked.append(parts.infonce)
+    return value, jnp.stack(stacked)
 
 
 # --- The learner's sub-state ----------------------------------------------------------
@@ -312,7 +381,7 @@ def init(key: jax.Array, state_size: int, action_size: int, config: Any) -> Mode
         observed=jnp.float32(0.0),
         scale=jnp.float32(1.0),
         target_scale=jnp.float32(0.0),
-        losses=jnp.zeros(3, jnp.float32),
+        losses=jnp.zeros(4 if infonce_on(config) else 3, jnp.float32),
     )
 
 
@@ -358,7 +427,8 @@ def value_batch(model: Model, window: Window, config: Any) -> Transition:
     n-step layout of `jax_rl.loops.nstep` (reward sum_{k<m} gamma^k r_k, discount
     gamma^(m-1) d_{m-1}, next_obs s'_{m-1}), rewards divided by `scale` and the discount
     times target_scale / scale (what the learners' TD target then makes of them: the
-    module docstring's y)."""
+    module docstring's y); without value_scaling (DR.Q) the return and discount as they
+    are, in raw reward units."""
     n = min(int(config.value_horizon), window.mask.shape[1])
     mask = window.mask[:, :n]
     gammas = config.discount ** jnp.arange(n, dtype=jnp.float32)
@@ -367,11 +437,14 @@ def value_batch(model: Model, window: Window, config: Any) -> Transition:
     pick = lambda x: jnp.take_along_axis(x, last, axis=1)[:, 0]  # noqa: E731
     discount = config.discount ** last[:, 0].astype(jnp.float32) * pick(window.discount)
     next_obs = jnp.take_along_axis(window.next_obs, last[:, :, None], axis=1)[:, 0]
+    if config.value_scaling:
+        reward = reward / model.scale
+        discount = discount * model.target_scale / model.scale
     return Transition(
         obs=window.obs[:, 0],
         action=window.action[:, 0],
-        reward=reward / model.scale,
-        discount=discount * model.target_scale / model.scale,
+        reward=reward,
+        discount=discount,
         next_obs=next_obs,
     )
 
@@ -400,10 +473,13 @@ def learner_update(state: Any, batch: Any) -> tuple[Any, Transition]:
 
 
 def metrics(model: Model) -> dict[str, jax.Array]:
-    dynamics, reward, done = model.losses
-    return {
+    dynamics, reward, done, *infonce = model.losses  # a fourth with DR.Q's InfoNCE
+    out = {
         "loss/encoder_dynamics": dynamics,
         "loss/encoder_reward": reward,
         "loss/encoder_done": done,
         "mrq/reward_scale": model.scale,
     }
+    if infonce:
+        out["loss/encoder_infonce"] = infonce[0]
+    return out

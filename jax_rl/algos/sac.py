@@ -109,6 +109,9 @@ class Config(flax.struct.PyTreeNode):
     reward_weight: float = mrq.reward_weight_field()
     done_weight: float = mrq.done_weight_field()
     encoder_weight_decay: float = mrq.encoder_weight_decay_field()
+    infonce_weight: float = mrq.infonce_weight_field()
+    infonce_temperature: float = mrq.infonce_temperature_field()
+    value_scaling: bool = mrq.value_scaling_field()
     replay: str = common.replay_field()
     lap_alpha: float = common.lap_alpha_field()
 
