@@ -123,8 +123,8 @@ def _shared(fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any) -> Any:
     )
 
 
-def index_agent(tree: Any, axes: Any, i: int) -> Any:
-    """Agent i's slice of a population tree (shared leaves as they are)."""
+def index_agent(tree: Any, axes: Any, i: int | jax.Array) -> Any:
+    """Agent i's slice of a population tree (shared leaves as they are; i may be traced)."""
     return _per_agent(lambda x: x[i], axes, tree)
 
 

@@ -211,7 +211,7 @@ def preset_overrides(policy: str, name: str, backend: str = "gymnasium") -> dict
 
 MRQ_LABEL = "MR.Q (TD3 + MR.Q's representation, --preset mrq)"
 # MR.Q's update is ~23x TD3's (11.6 GFLOP): fewer timed steps, the same code path.
-MRQ_SETTINGS = {"steps_per_block": 100, "num_blocks": 3, "warmup_steps": 50}
+MRQ_TIMING = {"steps_per_block": 100, "num_blocks": 3, "warmup_steps": 50}
 
 
 def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
@@ -366,9 +366,7 @@ def bench_host_step(
     trained = host.agent_learner(collector.learner, 0)
     # The batch the loop hands the update: windows of rows for a learner that reads them.
     horizon = algos.horizon(algo, trained.agent.config)
-    batch = replay_lib.sample_batch(
-        trained.replay, jax.random.key(0), settings.batch_size, horizon
-    )
+    batch = replay_lib.sample_batch(trained.replay, jax.random.key(0), settings.batch_size, horizon)
     flops = timing.compiled_flops(jax.jit(algo.update), trained.agent, batch, jax.random.key(0))
     solve = None
     if name == "MPO" and config.dual_solver == "scipy":
@@ -717,7 +715,7 @@ def markdown(
         lines.append(
             f"{MRQ_LABEL}: the settings of `--preset mrq` (jax_rl/presets/td3.toml) at one "
             "update per environment step, timed over "
-            f"{MRQ_SETTINGS['num_blocks']} blocks of {MRQ_SETTINGS['steps_per_block']} steps "
+            f"{MRQ_TIMING['num_blocks']} blocks of {MRQ_TIMING['steps_per_block']} steps "
             "(its update is ~23x TD3's); per 1000 steps like the rest."
         )
     if any(r["policy"] == MPO_RETURNS_LABEL for r in rows):
@@ -882,7 +880,12 @@ def _bench_host(
             overrides = quick_sized(overrides) if args.quick else overrides
             timed = settings
             if label == MRQ_LABEL and not args.quick:
-                timed = dataclasses.replace(settings, **MRQ_SETTINGS)
+                timed = dataclasses.replace(
+                    settings,
+                    steps_per_block=MRQ_TIMING["steps_per_block"],
+                    num_blocks=MRQ_TIMING["num_blocks"],
+                    warmup_steps=MRQ_TIMING["warmup_steps"],
+                )
             rows.append(bench_host_step(name, timed, label=label, **overrides))
     payload = {
         "machine": info,
