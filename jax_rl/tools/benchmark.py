@@ -209,6 +209,7 @@ def preset_overrides(policy: str, name: str, backend: str = "gymnasium") -> dict
     }
 
 
+CROSSQ_ENTRY_LABEL = "TD3, CrossQ entry (the dm_control suite entry)"
 MRQ_LABEL = "MR.Q (TD3 + MR.Q's representation, --preset mrq)"
 # MR.Q's update is ~23x TD3's (11.6 GFLOP): fewer timed steps, the same code path.
 MRQ_TIMING = {"steps_per_block": 100, "num_blocks": 3, "warmup_steps": 50}
@@ -222,8 +223,10 @@ def variants(name: str) -> list[tuple[str, dict[str, Any]]]:
         rows = [(f"MPO ({solver})", {"dual_solver": solver}) for solver in mpo.DUAL_SOLVERS]
         return [*rows, (MPO_RETURNS_LABEL, dict(MPO_RETURNS_OVERRIDES))]
     if name == "TD3":
+        entry = (CROSSQ_ENTRY_LABEL, CROSSQ_ENTRY)
         mrq = (MRQ_LABEL, preset_overrides("TD3", "mrq"))
-        return [(name, {}), REPRESENTATION_ROWS[name], mrq, repeated(name)]
+        # TD7 second: the Brax pipeline times the first two rows.
+        return [(name, {}), REPRESENTATION_ROWS[name], entry, mrq, repeated(name)]
     if name in REPRESENTATION_ROWS:
         return [(name, {}), REPRESENTATION_ROWS[name], repeated(name)]
     return [(name, {})]
