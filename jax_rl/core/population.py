@@ -102,21 +102,13 @@ def stack(trees: Sequence[Any]) -> Any:
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
-def _per_agent(fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any) -> Any:
-    """Apply fn to every per-agent leaf of a population tree (axes: a vmap-style prefix)."""
+def _per_agent(
+    fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any, shared: bool = False
+) -> Any:
+    """Apply fn to every per-agent leaf of a population tree (axes: a vmap-style prefix),
+    or with `shared` to every shared leaf (axis None) instead; the other leaves as they are."""
     return jax.tree_util.tree_map(
-        lambda a, sub: sub if a is None else jax.tree_util.tree_map(fn, sub),
-        axes,
-        tree,
-        is_leaf=lambda x: x is None,
-    )
-
-
-def _shared(fn: Callable[[jax.Array], jax.Array], axes: Any, tree: Any) -> Any:
-    """Apply fn to every shared leaf of a population tree (axes None), the others as
-    they are."""
-    return jax.tree_util.tree_map(
-        lambda a, sub: jax.tree_util.tree_map(fn, sub) if a is None else sub,
+        lambda a, sub: jax.tree_util.tree_map(fn, sub) if (a is None) == shared else sub,
         axes,
         tree,
         is_leaf=lambda x: x is None,
@@ -162,7 +154,7 @@ def over_agents(
                 return fn(*[index_agent(x, a, i) for x, a in zip(args, in_axes, strict=True)])
 
             out = jax.lax.map(body, jnp.arange(size))
-            return _shared(lambda x: x[0], out_axes, out)
+            return _per_agent(lambda x: x[0], out_axes, out, shared=True)
 
         return mapped
     if size > 1:

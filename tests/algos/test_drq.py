@@ -13,14 +13,7 @@ from jax_rl.algos import mrq, td3
 from jax_rl.core.replay import Window
 from jax_rl.run import presets
 
-TINY = dict(
-    representation="mrq",
-    hidden_sizes=(16, 16),
-    encoder_hidden_sizes=(16, 16),
-    embedding_size=8,
-    action_embedding_size=4,
-    num_bins=9,
-)
+from .test_mrq import TINY  # MR.Q's tiny learner: the same one its tests train
 
 
 def _infonce_by_hand(prediction, target, tau):
