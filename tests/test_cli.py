@@ -75,9 +75,9 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     assert (out / "config.json").exists() and (out / "agent.msgpack").stat().st_size > 0
     # The task's preset (jax_rl/presets/), recorded in config.json and named on start-up.
     config = json.loads((out / "config.json").read_text())
-    # TD3 has an entry of its own on cartpole-swingup (the `explore` recipe); the others
-    # take the backend's suite entry.
-    entry = "dm_control/cartpole-swingup" if policy == "TD3" else "dm_control/*"
+    # Every learner takes its backend's one entry (TD3's own entry for cartpole-swingup, the
+    # `explore` recipe, is --preset tuned's).
+    entry = "dm_control/*"
     assert (config["preset"] or {}).get("name") == entry
     assert config["flags"]["hidden_sizes"] == [32, 32] and config["flags"]["eval_freq"] == 150
     assert "policy" not in config["flags"] and "save_dir" not in config["flags"]
@@ -85,12 +85,9 @@ def test_dm_control_entry_point_runs_end_to_end(policy, dm_runs):
     if policy in ("TD3", "SAC"):  # CrossQ with the default 256-256 widths: ours are 32-32
         assert config["algo"]["crossq"] and config["algo"]["policy_freq"] == 3
         assert f"preset {entry} (crossq=True, policy_freq=3, adam_beta1=0.5" in result.stderr
-    if policy == "SAC":  # the tasks the entry was chosen on (the table's tuned / held out)
+    if policy in ("TD3", "SAC"):  # the tasks the entry was chosen on (tuned / held out)
         assert config["preset"]["tuned_on"] == ["cheetah-run", "walker-walk", "finger-spin"]
-    if policy == "TD3":  # a task entry is tuned on its task; its recipe's loop settings
-        assert "tuned_on" not in config["preset"]  # only a `*` entry records its tasks
-        assert config["loop"]["action_repeat"] == 2 and config["loop"]["updates_per_step"] == 2
-        assert config["loop"]["n_step"] == 3 and config["algo"]["hold_exploration"]
+        assert config["loop"]["action_repeat"] == 1 and config["loop"]["n_step"] == 1
     if policy == "MPO":
         assert config["loop"]["n_step"] == 5 and config["algo"]["input_layer"] == "layernorm"
 
@@ -562,8 +559,8 @@ def test_help_groups_the_flags_and_shows_each_default_once(entry):
     assert re.search(r"--layer_init.*\n.*\n?.*\(default: pytorch\)", pages["TD3"])
     # About a screen per page: the 263-line page before commit f16084d is gone (SAC's has
     # grown since by the 7 flags of TD7's SALE and LAP, the 3 of TQC's quantile critic and
-    # the temperature floor, by MR.Q's representation fields and by DR.Q's three options).
-    assert len(pages[None].splitlines()) < 100 and len(pages["SAC"].splitlines()) < 250
+    # the temperature floor, by MR.Q's representation fields and by DR.Q's five options).
+    assert len(pages[None].splitlines()) < 100 and len(pages["SAC"].splitlines()) < 255
 
 
 @pytest.mark.parametrize("tool", ["tools.results", "watch.render", "watch.evaluate"])
@@ -585,3 +582,28 @@ def test_the_tools_help_shows_each_default_once(tool, capsys):
     shown = {"tools.results": "(default: 5000)", "watch.render": "(default: 320)"}
     shown["watch.evaluate"] = "(default: 10)"
     assert shown[tool] in page
+
+
+def test_a_run_begun_under_a_task_entry_resumes_under_preset_tuned_and_is_told_so(tmp_path, capsys):
+    """Task entries left the defaults for `--preset tuned` (issue 97). A run begun under
+    one (its config.json names `dm_control/cartpole-swingup`) resumes with `--preset tuned`,
+    which resolves to the same settings; with the defaults its settings differ, and the
+    refusal says where the entry went."""
+    out = tmp_path / "run"
+    args = ["--policy", "TD3", "--domain_name", "cartpole", "--task_name", "swingup", *DM_FLAGS]
+    assert main_dm_control.main([*args, "--preset", "tuned", "--save_dir", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["preset"]["name"] == "tuned/dm_control/cartpole-swingup"
+    config["preset"]["name"] = "dm_control/cartpole-swingup"  # as it was recorded before
+    (out / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main_dm_control.main([*args, "--resume", str(out)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("error: cannot resume: the run was started with other settings (")
+    assert err.rstrip().endswith(
+        "; it ran the task entry dm_control/cartpole-swingup, which is --preset tuned now: "
+        "resume with --preset tuned"
+    )
+    assert main_dm_control.main([*args, "--preset", "tuned", "--resume", str(out)]) == 0

@@ -32,7 +32,7 @@ def write(folder, policy, text):
 
 
 TABLES = """
-[task."dm_control/cartpole-swingup"]
+[named."tuned/dm_control/cartpole-swingup"]
 evidence = "docs/results/a"
 n_step = 3
 
@@ -46,15 +46,35 @@ hidden_sizes = [512, 512]
 """
 
 
-def test_auto_takes_the_task_entry_then_the_backend_wildcard_then_none(preset_dir):
+def test_auto_takes_the_backend_entry_on_every_task_and_tuned_the_tasks_own(preset_dir):
     write(preset_dir, "SAC", TABLES)
-    assert presets.resolve("SAC", "dm_control", "cartpole-swingup").settings == {"n_step": 3}
-    wildcard = presets.resolve("SAC", "dm_control", "walker-walk")
-    assert (wildcard.name, wildcard.settings, wildcard.evidence) == (
-        "dm_control/*", {"n_step": 5}, "docs/results/b"
-    )  # fmt: skip
+    for task in ("cartpole-swingup", "walker-walk"):  # a tuned entry or none: the same
+        wildcard = presets.resolve("SAC", "dm_control", task)
+        assert (wildcard.name, wildcard.settings, wildcard.evidence) == (
+            "dm_control/*", {"n_step": 5}, "docs/results/b"
+        )  # fmt: skip
+        assert wildcard.instead_of is None
     assert presets.resolve("SAC", "brax", "halfcheetah") is None
     assert presets.resolve("TD3", "dm_control", "walker-walk") is None  # no file: no preset
+    # --preset tuned: the task's own entry, else the backend's, saying it ran instead.
+    own = presets.resolve("SAC", "dm_control", "cartpole-swingup", presets.TUNED)
+    assert (own.name, own.settings, own.instead_of) == (
+        "tuned/dm_control/cartpole-swingup", {"n_step": 3}, None
+    )  # fmt: skip
+    instead = presets.resolve("SAC", "dm_control", "walker-walk", presets.TUNED)
+    assert (instead.name, instead.settings, instead.instead_of) == (
+        "dm_control/*", {"n_step": 5}, "tuned"
+    )  # fmt: skip
+    assert presets.resolve("SAC", "brax", "halfcheetah", presets.TUNED) is None
+
+
+def test_a_task_entry_in_the_defaults_is_refused(preset_dir):
+    write(preset_dir, "SAC", TABLES + '[task."dm_control/walker-walk"]\nevidence = "a"\n')
+    with pytest.raises(presets.PresetError, match=(
+        "sac.toml: task entries in the defaults \\(dm_control/walker-walk\\); a setting "
+        'chosen on one task goes under \\[named."tuned/BACKEND/TASK"\\]'
+    )):  # fmt: skip
+        presets.resolve("SAC", "dm_control", "cheetah-run")
 
 
 def test_a_wildcard_entry_names_the_tasks_it_was_tuned_on_and_the_rest_are_held_out(
@@ -64,11 +84,12 @@ def test_a_wildcard_entry_names_the_tasks_it_was_tuned_on_and_the_rest_are_held_
     wildcard = presets.resolve("SAC", "dm_control", "walker-walk")
     assert wildcard.tuned_on == ("cheetah-run",) and "tuned_on" not in wildcard.settings
     assert wildcard.tuned_for("cheetah-run") and not wildcard.tuned_for("walker-walk")
-    task_entry = presets.resolve("SAC", "dm_control", "cartpole-swingup")
+    task_entry = presets.resolve("SAC", "dm_control", "cartpole-swingup", presets.TUNED)
     assert task_entry.tuned_for("cartpole-swingup") and not task_entry.tuned_for("walker-walk")
-    write(preset_dir, "TD3", '[task."dm_control/walker-walk"]\nevidence = "a"\ntuned_on = ["x"]')
+    text = '[named."tuned/dm_control/walker-walk"]\nevidence = "a"\ntuned_on = ["x"]'
+    write(preset_dir, "TD3", text)
     with pytest.raises(presets.PresetError, match="only a backend's `\\*` entry"):
-        presets.resolve("TD3", "dm_control", "walker-walk")
+        presets.resolve("TD3", "dm_control", "walker-walk", presets.TUNED)
     write(preset_dir, "MPO", '[task."dm_control/*"]\nevidence = "a"\ntuned_on = "cheetah-run"')
     with pytest.raises(presets.PresetError, match="tuned_on must be a list"):
         presets.resolve("MPO", "dm_control", "walker-walk")
@@ -79,9 +100,10 @@ def test_paper_takes_none_and_a_name_takes_its_table(preset_dir):
     assert presets.resolve("SAC", "dm_control", "cartpole-swingup", presets.PAPER) is None
     wide = presets.resolve("SAC", "dm_control", "cartpole-swingup", "wide")
     assert wide.settings == {"hidden_sizes": [512, 512]}
-    # A task entry can be chosen by its full name for another task.
-    other = presets.resolve("SAC", "dm_control", "walker-walk", "dm_control/cartpole-swingup")
+    # An entry can be chosen by its full name for another task or backend.
+    other = presets.resolve("SAC", "dm_control", "walker-walk", "tuned/dm_control/cartpole-swingup")
     assert other.settings == {"n_step": 3}
+    assert presets.resolve("SAC", "brax", "ant", "dm_control/*").settings == {"n_step": 5}
 
 
 def test_a_task_entry_starts_from_its_base_recipe_and_its_own_keys_win(preset_dir):
@@ -93,24 +115,58 @@ evidence = "docs/results/d"
 n_step = 3
 noise_color = 1.0
 
-[task."dm_control/finger-spin"]
+[named."tuned/dm_control/finger-spin"]
 base = "explore"
 evidence = "docs/results/e"
 noise_color = 0.5
 """)  # fmt: skip
-    entry = presets.resolve("SAC", "dm_control", "finger-spin")
-    assert (entry.name, entry.evidence) == ("dm_control/finger-spin", "docs/results/e")
+    entry = presets.resolve("SAC", "dm_control", "finger-spin", presets.TUNED)
+    assert (entry.name, entry.evidence) == ("tuned/dm_control/finger-spin", "docs/results/e")
     assert entry.settings == {"n_step": 3, "noise_color": 0.5} and entry.tuned_for("finger-spin")
-    by_name = presets.resolve("SAC", "dm_control", "walker-walk", "dm_control/finger-spin")
+    by_name = presets.resolve("SAC", "dm_control", "walker-walk", "tuned/dm_control/finger-spin")
     assert by_name.settings == entry.settings
-    write(preset_dir, "SAC", TABLES + '[task."dm_control/x"]\nbase = "gone"\nevidence = "a"\n')
+    text = '[named."tuned/dm_control/x"]\nbase = "gone"\nevidence = "a"\n'
+    write(preset_dir, "SAC", TABLES + text)
     with pytest.raises(presets.PresetError, match="base 'gone' is not a named preset"):
-        presets.resolve("SAC", "dm_control", "x")
+        presets.resolve("SAC", "dm_control", "x", presets.TUNED)
+
+
+def test_a_base_may_have_a_base_of_its_own_and_the_nearest_key_wins(preset_dir):
+    chain = """
+[named.explore]
+evidence = "docs/results/d"
+n_step = 3
+noise_color = 1.0
+actor_lr = 1e-3
+
+[named.explore-slow]
+base = "explore"
+evidence = "docs/results/f"
+actor_lr = 3e-4
+
+[named."tuned/dm_control/pendulum-swingup"]
+base = "explore-slow"
+evidence = "docs/results/g"
+noise_color = 2.0
+"""
+    write(preset_dir, "TD3", TABLES + chain)
+    entry = presets.resolve("TD3", "dm_control", "pendulum-swingup", presets.TUNED)
+    assert entry.settings == {"n_step": 3, "noise_color": 2.0, "actor_lr": 3e-4}
+    assert entry.evidence == "docs/results/g"  # each preset's evidence is its own
+    slow = presets.resolve("TD3", "dm_control", "walker-walk", "explore-slow")
+    assert slow.settings == {"n_step": 3, "noise_color": 1.0, "actor_lr": 3e-4}
+    circle = chain.replace('evidence = "docs/results/d"', 'base = "explore-slow"\nevidence = "d"')
+    write(preset_dir, "TD3", TABLES + circle)
+    with pytest.raises(presets.PresetError, match=(
+        "preset 'explore-slow': its bases go round in a circle "
+        "\\(explore-slow -> explore -> explore-slow\\)"
+    )):  # fmt: skip
+        presets.resolve("TD3", "dm_control", "walker-walk", "explore-slow")
 
 
 def test_unknown_name_lists_the_choices(preset_dir):
     write(preset_dir, "SAC", TABLES)
-    choices = "auto, paper, wide, dm_control/\\*, dm_control/cartpole-swingup"
+    choices = "auto, paper, tuned, wide, dm_control/\\*$"
     with pytest.raises(
         presets.PresetError, match=f"unknown preset 'bogus' for SAC; choose from {choices}"
     ):
@@ -167,8 +223,9 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     assert td3.settings == crossq
     assert td3.name == "dm_control/*" and td3.tuned_for("cheetah-run")
     assert not td3.tuned_for("hopper-stand")
-    # TD3's two cartpole swing-ups take the named `explore` recipe (`base`): the suite entry
-    # with action repeat 2, 2 updates per decision, held pink noise and 3-step returns.
+    # TD3's tuned entries of the two cartpole swing-ups take the named `explore` recipe
+    # (`base`): the suite entry with action repeat 2, 2 updates per decision, held pink noise
+    # and 3-step returns.
     explore = presets.resolve("TD3", "dm_control", "walker-walk", choice="explore")
     assert explore.name == "explore" and explore.settings == {
         **crossq, "action_repeat": 2, "updates_per_step": 2, "noise_color": 1.0,
@@ -177,12 +234,13 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     }  # fmt: skip
     explored = ("cartpole-swingup", "cartpole-swingup_sparse", "finger-turn_easy")
     for task in (*explored, "finger-turn_hard"):
-        entry = presets.resolve("TD3", "dm_control", task)
-        assert entry.name == f"dm_control/{task}" and entry.tuned_for(task)
+        entry = presets.resolve("TD3", "dm_control", task, presets.TUNED)
+        assert entry.name == f"tuned/dm_control/{task}" and entry.tuned_for(task)
         assert entry.settings == explore.settings and entry.evidence != explore.evidence
     # The entries whose own keys win over the recipe's: red noise where only it meets the
     # swing-up, the slower actor (3e-4) where it kept the found reward, and on pendulum an
-    # exploration std starting at 2, wide enough to outweigh an actor that knows little.
+    # exploration std starting at 2, wide enough to outweigh an actor that knows little
+    # (the slower actor through `explore-slow`, a base with `explore` as its own base).
     slower, red = {"actor_lr": 3e-4}, {"noise_color": 2.0}
     wide = {"initial_exploration_noise": 2.0}
     own = {"acrobot-swingup": red | slower, "pendulum-swingup": red | slower | wide}
@@ -192,18 +250,21 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     )  # fmt: skip
     own |= dict.fromkeys(kept, slower)
     for task, settings in own.items():
-        entry = presets.resolve("TD3", "dm_control", task)
-        assert entry.name == f"dm_control/{task}" and entry.tuned_for(task)
+        entry = presets.resolve("TD3", "dm_control", task, presets.TUNED)
+        assert entry.name == f"tuned/dm_control/{task}" and entry.tuned_for(task)
         assert entry.settings == {**explore.settings, **settings}
+        assert presets.resolve("TD3", "dm_control", task).settings == td3.settings  # auto
     assert presets.resolve("TD3", "dm_control", "hopper-stand").name == "dm_control/*"
+    untuned = presets.resolve("TD3", "dm_control", "hopper-stand", presets.TUNED)
+    assert untuned.name == "dm_control/*" and untuned.instead_of == presets.TUNED
     held_out = presets.resolve("TD3", "dm_control", "walker-run")  # a task no one tuned on
     assert held_out.settings == td3.settings and not held_out.tuned_for("walker-run")
     sac_dmc = presets.resolve("SAC", "dm_control", "cartpole-swingup")
     assert sac_dmc.name == "dm_control/*" and sac_dmc.settings == {**crossq, "alpha_lr": 1e-3}
     # SAC's `explore`: TD3's loop and exploration parts, its temperature held at 0.1 and then
     # stepped at the published rate; its sparse swing-up takes it.
-    sac_explore = presets.resolve("SAC", "dm_control", "cartpole-swingup_sparse")
-    assert sac_explore.name == "dm_control/cartpole-swingup_sparse"
+    sac_explore = presets.resolve("SAC", "dm_control", "cartpole-swingup_sparse", "tuned")
+    assert sac_explore.name == "tuned/dm_control/cartpole-swingup_sparse"
     assert sac_explore.settings == {
         **crossq, "alpha_lr": 3e-4, "init_alpha": 0.1, "action_repeat": 2,
         "updates_per_step": 2, "noise_color": 1.0, "hold_exploration": True, "n_step": 3,
@@ -211,14 +272,16 @@ def test_mpo_and_td3_resolve_their_dm_control_presets_and_sac_its_playground_one
     named = presets.resolve("SAC", "dm_control", "walker-walk", choice="explore")
     assert named.settings == sac_explore.settings
     assert sac_dmc.tuned_for("walker-walk") and not sac_dmc.tuned_for("finger-turn_easy")
-    # ball_in_cup-catch keeps the published SAC, which measured higher than the entry before.
-    sac_cup = presets.resolve("SAC", "dm_control", "ball_in_cup-catch")
-    assert sac_cup.name == "dm_control/ball_in_cup-catch" and sac_cup.settings == {
+    # Tuned, ball_in_cup-catch keeps the published SAC, which measured higher than the entry
+    # before CrossQ.
+    sac_cup = presets.resolve("SAC", "dm_control", "ball_in_cup-catch", presets.TUNED)
+    assert sac_cup.name == "tuned/dm_control/ball_in_cup-catch" and sac_cup.settings == {
         "init_alpha": 1.0
     }
-    sac = presets.resolve("SAC", "playground", "CartpoleSwingup")
-    assert sac.name == "playground/CartpoleSwingup" and sac.settings == {"init_alpha": 0.1}
-    assert presets.resolve("SAC", "playground", "WalkerWalk") is None
+    sac = presets.resolve("SAC", "playground", "CartpoleSwingup", presets.TUNED)
+    assert sac.name == "tuned/playground/CartpoleSwingup" and sac.settings == {"init_alpha": 0.1}
+    assert presets.resolve("SAC", "playground", "CartpoleSwingup") is None
+    assert presets.resolve("SAC", "playground", "WalkerWalk", presets.TUNED) is None
 
 
 def test_each_learners_gymnasium_suite_entry_carries_tianshous_settings():
@@ -232,7 +295,25 @@ def test_each_learners_gymnasium_suite_entry_carries_tianshous_settings():
     td3 = presets.resolve("TD3", "gymnasium", "Walker2d-v5")
     assert td3.name == "gymnasium/*" and td3.settings["start_timesteps"] == 25000
     assert td3.tuned_for("HalfCheetah-v5") and not td3.tuned_for("Walker2d-v5")
-    assert presets.resolve("TD3", "gymnasium", "Hopper-v5").name == "gymnasium/Hopper-v5"
+    assert presets.resolve("TD3", "gymnasium", "Hopper-v5").name == "gymnasium/*"
+    hopper = presets.resolve("TD3", "gymnasium", "Hopper-v5", presets.TUNED)
+    assert hopper.name == "tuned/gymnasium/Hopper-v5"
+    assert hopper.settings == {"actor_lr": 1e-3, "critic_lr": 1e-3, "start_timesteps": 1000}
+
+
+@pytest.mark.parametrize("policy", ["TD3", "SAC"])
+def test_every_dm_control_and_gymnasium_task_resolves_to_its_backends_one_entry(policy):
+    # The defaults are one recipe per backend (issue 97): over all 28 DM Control tasks and
+    # the 5 Gymnasium ones, --preset auto gives the same settings, and no task entry.
+    from jax_rl.tools.results import SUITES
+
+    tasks = {"dm_control": SUITES["dmc28"].tasks, "gymnasium": SUITES["gym"].tasks}
+    assert (len(tasks["dm_control"]), len(tasks["gymnasium"])) == (28, 5)
+    for backend, names in tasks.items():
+        resolved = [presets.resolve(policy, backend, task) for task in names]
+        assert {p.name for p in resolved} == {f"{backend}/*"}
+        assert all(p.settings == resolved[0].settings for p in resolved)
+    assert not [k for k in presets.load_file(policy)["task"] if not k.endswith("/*")]
 
 
 def settings_of(argv):
@@ -270,13 +351,14 @@ def test_the_start_up_line_and_config_name_every_setting_the_user_gave(tmp_path)
         "init_alpha": 0.1,
         "max_timesteps": 30000,
     }
-    # The task's preset sets nothing the flags leave: it says so.
-    assert s.resolution() == (
-        "SAC defaults -> preset dm_control/ball_in_cup-catch (nothing) -> your flags (--actor_lr "
-        "0.001,0.0003, --hidden_sizes 64,64, --init_alpha 0.1, --max_timesteps 30000)"
+    # The task's tuned preset sets nothing the flags leave: it says so.
+    assert settings_of([*argv, "--preset", "tuned"]).resolution() == (
+        "SAC defaults -> preset tuned/dm_control/ball_in_cup-catch (nothing) -> your flags "
+        "(--actor_lr 0.001,0.0003, --hidden_sizes 64,64, --init_alpha 0.1, --max_timesteps "
+        "30000)"
     )
-    assert settings_of(argv[:8]).resolution() == (
-        "SAC defaults -> preset dm_control/ball_in_cup-catch (init_alpha=1.0)"
+    assert settings_of([*argv[:8], "--preset", "tuned"]).resolution() == (
+        "SAC defaults -> preset tuned/dm_control/ball_in_cup-catch (init_alpha=1.0)"
     )
     paper = settings_of([*argv[:8], "--preset", "paper"])
     assert paper.resolution() == "SAC defaults (preset: paper)"
@@ -292,6 +374,28 @@ def test_a_settings_error_names_the_preset_settings_it_mentions_and_no_others():
         " (crossq=True: from preset dm_control/* (jax_rl/presets/sac.toml); a flag of yours "
         "wins over it, --preset paper takes no preset)"
     )
+
+
+def test_tuned_on_a_task_it_has_no_entry_for_says_the_recipe_ran(tmp_path):
+    argv = ["--policy", "TD3", "--domain_name", "walker", "--task_name", "run"]
+    s = settings_of([*argv, "--save_dir", str(tmp_path / "run"), "--preset", "tuned"])
+    assert s.preset.name == "dm_control/*" and s.algo_config.crossq
+    assert s.resolution() == (
+        "TD3 defaults -> preset dm_control/* (crossq=True, policy_freq=3, adam_beta1=0.5, "
+        "actor_lr=0.001, critic_lr=0.001, start_timesteps=5000) (--preset tuned has no entry "
+        "for walker-run: the dm_control/* recipe, as --preset auto, ran)"
+    )
+    assert s.preset_record()["instead_of"] == "tuned"
+    auto = settings_of([*argv, "--save_dir", str(tmp_path / "auto")])
+    assert "instead_of" not in auto.preset_record()
+
+
+def test_a_run_of_a_task_entry_from_before_they_left_the_defaults_is_told_where_it_went():
+    assert presets.moved_to("TD3", "dm_control/cartpole-swingup") == presets.TUNED
+    assert presets.moved_to("TD3", "gymnasium/Hopper-v5") == presets.TUNED
+    assert presets.moved_to("TD3", "dm_control/*") is None
+    assert presets.moved_to("TD3", "dm_control/walker-run") is None  # never had one
+    assert presets.moved_to("TD3", "explore") is None
 
 
 def test_a_task_without_a_preset_says_so_on_start_up(preset_dir, tmp_path):

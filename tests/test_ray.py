@@ -282,7 +282,7 @@ def test_engine_flags_are_checked_before_anything_runs(capsys):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["jax_rl.tools.results", "--runs_dir", "runs"],
+        ["jax_rl.tools.results", "--runs_dir", "runs", "--out", "out/dmc100k"],
         ["jax_rl.main_dm_control", "--num_seeds", "4", "--no_progress"],
         ["jax_rl.tools.tune", str(ROOT / "docs" / "examples" / "tune_cartpole.toml")],
     ],

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from jax_rl.run import cluster
 from jax_rl.tools import results
 
@@ -175,8 +177,8 @@ def test_an_interrupted_table_continues_from_the_checkpoint_then_skips_what_is_d
     assert [p.parent.name for p in curves] == ["TD3-seed0", "TD3-seed1"]
     assert not list(cell.rglob("*.msgpack"))  # no checkpoints or parameters in the repository
     finals = results.final_returns(cell)
-    # TD3's cartpole-swingup entry was chosen on this task: tuned.
-    assert f"| cartpole-swingup | {results.cell_text(finals)} (tuned) |" in table.read_text()
+    # TD3's one dm_control entry was chosen on other tasks: held out here.
+    assert f"| cartpole-swingup | {results.cell_text(finals)} (held out) |" in table.read_text()
     assert (tmp_path / "out" / "dmc0k.png").exists()
 
     again = run_results(tmp_path)
@@ -252,14 +254,14 @@ def test_a_task_outside_the_suite_keeps_its_row_once_it_has_results(tmp_path):
 def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
     out = tmp_path / "gym200k"
     for task, preset in (
-        ("Hopper-v5", "gymnasium/Hopper-v5"),  # a task entry: tuned on its task
+        ("Hopper-v5", "tuned/gymnasium/Hopper-v5"),  # a task entry: tuned on its task
         ("HalfCheetah-v5", "gymnasium/*"),  # the suite entry, chosen on HalfCheetah-v5
         ("Ant-v5", "gymnasium/*"),  # the suite entry on a task it was not chosen on
     ):
         write_run(out / task / "TD3", [1000.0, 1000.0, 1000.0], 200_000)
         config = {"preset": {"name": preset}, "loop": {}, "algo": {}, "sweep": {}}
         (out / task / "TD3" / "config.json").write_text(json.dumps(config))
-    args = results.parse_args(["--suite", "gym", "--out", str(out)])
+    args = results.parse_args(["--suite", "gym", "--out", str(out), "--preset", "tuned"])
     table = results.write_table(args).read_text()
     assert "| Hopper-v5 | not run yet | 1000 ± 0 (tuned) |" in table
     assert "| HalfCheetah-v5 | not run yet | 1000 ± 0 (tuned) |" in table
@@ -274,6 +276,38 @@ def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
     table = results.write_table(args).read_text()
     assert "| Walker2d-v5 | not run yet | 1000 ± 0 (tuned) |" in table
     assert "| Humanoid-v5 | not run yet | 1000 ± 0 (held out) |" in table
+
+
+def test_a_tuned_table_is_its_own_and_the_defaults_never_write_into_one(tmp_path, capsys):
+    # --preset NAME reaches every cell's run, and its table is <suite's folder>_NAME.
+    args = results.parse_args(["--suite", "gym", "--preset", "tuned"])
+    assert args.out == ROOT / "docs" / "results" / "gym200k_tuned"
+    assert results.run_flags(args, "Ant-v5", "TD3")[-2:] == ["--preset", "tuned"]
+    defaults = results.parse_args(["--suite", "gym"])
+    assert "--preset" not in results.run_flags(defaults, "Ant-v5", "TD3")
+    # A table of task entries (as those made before they left the defaults) takes no cell
+    # of the defaults; the tuned preset adds to it, and its header names the command.
+    out = tmp_path / "gym200k"
+    write_run(out / "Hopper-v5" / "TD3", [1000.0, 1000.0, 1000.0], 200_000)
+    config = {"preset": {"name": "gymnasium/Hopper-v5"}, "loop": {}, "algo": {}, "sweep": {}}
+    (out / "Hopper-v5" / "TD3" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(SystemExit) as stop:
+        results.main(["--suite", "gym", "--out", str(out), "--table_only"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: {out} holds cells of task entries (Hopper-v5/TD3 (gymnasium/Hopper-v5)), "
+        "which the defaults no longer have: it is a --preset tuned table; pass --preset tuned "
+        "to add to it, or another --out for the defaults' table\n"
+    )
+    assert not (tmp_path / "gym200k.md").exists()
+    argv = ["--suite", "gym", "--out", str(out), "--table_only", "--preset", "tuned"]
+    assert results.main([*argv, "--bootstrap_reps", "10"]) == 0
+    table = (tmp_path / "gym200k.md").read_text()
+    assert 'Regenerate: `make gym-results RESULTS_FLAGS="--preset tuned"`' in table
+    assert "`--preset tuned`: a task's own entry where the learner's presets file has one" in table
+    assert "| Hopper-v5 | not run yet | 1000 ± 0 (tuned) |" in table
+    with pytest.raises(SystemExit):  # --preset given twice
+        results.parse_args(["--suite", "gym", "--preset", "tuned", "--flags", "--preset td7"])
 
 
 def test_the_playground_suite_trains_on_the_device_pipeline_with_mpo_solving_in_the_graph(

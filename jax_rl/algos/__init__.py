@@ -18,7 +18,9 @@ sets `DRAWS_PER_EPISODE = True`, and its `act` takes `episode_draw` [B] too (uni
 
 A learner that can sample by priority (TD3's and SAC's LAP) defines `prioritized(config)`:
 where it is true the loops keep a priority per row of the buffer and write back the
-priorities its update returns (`replay.PRIORITY_KEY`; `prioritized` here).
+priorities its update returns (`replay.PRIORITY_KEY`; `prioritized` here). One that fades
+those priorities by age when sampling (DR.Q's faded replay) defines `fade(config)`, a
+`replay.Fade` or None (`fade` here).
 
 A learner whose batches are sub-trajectories (MR.Q's representation) defines
 `horizon(config)`: where it is above 1 the loops hand its update `replay.Window`s of that
@@ -37,6 +39,7 @@ from typing import Any
 import jax
 
 from jax_rl.algos import mpo, sac, td3
+from jax_rl.core.replay import Fade
 
 ALGORITHMS: dict[str, ModuleType] = {"TD3": td3, "SAC": sac, "MPO": mpo}
 # Names the CLIs accept; a name here but not in ALGORITHMS is announced, not built yet.
@@ -67,6 +70,13 @@ def prioritized(algo: ModuleType, config: Any) -> bool:
     """Whether `algo`, set up by `config`, samples its batches by priority."""
     wants = getattr(algo, "prioritized", None)
     return bool(wants(config)) if wants is not None else False
+
+
+def fade(algo: ModuleType, config: Any) -> Fade | None:
+    """How `algo`, set up by `config`, fades its priorities by age when sampling (None: it
+    does not, and the loops build the plain sampler)."""
+    fades = getattr(algo, "fade", None)
+    return fades(config) if fades is not None else None
 
 
 def horizon(algo: ModuleType, config: Any) -> int:

@@ -11,13 +11,16 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from jax_rl.core.replay import Fade
 
 _ADAM = optax.scale_by_adam()
 ADAM_BETA1 = 0.9
@@ -267,6 +270,21 @@ def lap_alpha_field() -> Any:
     return field(0.4, "LAP's priority exponent alpha, in (0, 1]")
 
 
+# DR.Q's faded prioritised replay (Lyu et al., 2026). Static: the loops read them when they
+# build the sampler, and a traced field would add a leaf to every learner's state.
+def replay_fade_field() -> Any:
+    return field(
+        1.0,
+        "DR.Q's faded LAP: draw by priority x max(replay_fade^age, floor), age in rows "
+        "written since; in (0, 1], 1 is off",
+        static=True,
+    )
+
+
+def replay_fade_floor_field() -> Any:
+    return field(0.1, "replay_fade's floor, in (0, 1]", static=True)
+
+
 # CrossQ's fields (Bhatt et al., ICLR 2024), the same in TD3 and SAC.
 def crossq_field(targets: str) -> Any:
     return field(
@@ -302,9 +320,21 @@ def prioritized(config: Any) -> bool:
     return config.replay == "lap"
 
 
+def fade(config: Any) -> Fade | None:
+    """DR.Q's fade of the prioritised sampling (`replay.Fade`), or None where it is off
+    (replay_fade 1): a learner with these fields names this as its `fade` (read by the
+    loops through `jax_rl.algos.fade`)."""
+    from jax_rl.core.replay import Fade
+
+    if config.replay_fade == 1:
+        return None
+    return Fade(float(config.replay_fade), float(config.replay_fade_floor))
+
+
 def check_replay(config: Any) -> None:
-    """Raise ValueError for an unknown replay or lap_alpha outside (0, 1] (a critic
-    recipe without TD errors refuses LAP itself, `critics.check`)."""
+    """Raise ValueError for an unknown replay, lap_alpha outside (0, 1], replay_fade or
+    its floor outside (0, 1], or a fade without LAP's priorities to fade (a critic recipe
+    without TD errors refuses LAP itself, `critics.check`)."""
     name = type(config).__module__.rsplit(".", 1)[-1].upper()
     if config.replay not in REPLAYS:
         raise ValueError(
@@ -313,6 +343,15 @@ def check_replay(config: Any) -> None:
     alpha = config.lap_alpha
     if is_concrete_number(alpha) and not 0 < alpha <= 1:
         raise ValueError(f"{name} lap_alpha must be in (0, 1], got {alpha}")
+    for key in ("replay_fade", "replay_fade_floor"):
+        value = getattr(config, key)
+        if not is_concrete_number(value) or not 0 < value <= 1:
+            raise ValueError(f"{name} {key} must be in (0, 1], got {value!r}")
+    if config.replay_fade < 1 and config.replay != "lap":
+        raise ValueError(
+            f"{name} replay_fade fades LAP's priorities: it needs replay lap, got replay "
+            f"{config.replay}"
+        )
 
 
 def td_loss(

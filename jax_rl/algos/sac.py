@@ -114,6 +114,8 @@ class Config(flax.struct.PyTreeNode):
     value_scaling: bool = mrq.value_scaling_field()
     replay: str = common.replay_field()
     lap_alpha: float = common.lap_alpha_field()
+    replay_fade: float = common.replay_fade_field()
+    replay_fade_floor: float = common.replay_fade_floor_field()
 
     def __post_init__(self) -> None:
         common.check_hidden_sizes(self)
@@ -287,6 +289,7 @@ def observe(state: State, transition: Transition) -> State:
 
 horizon = sale.horizon  # rows per sub-trajectory of its batches (`jax_rl.algos`)
 prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
+fade = common.fade  # DR.Q's fade of the prioritised sampling, or None (`jax_rl.algos`)
 
 
 ACTOR_METRICS = ("loss/actor", "loss/alpha", "dual/alpha", "policy/entropy")

@@ -24,13 +24,14 @@ each a field and off by default: FastTD3's accelerator parts (observation normal
 separate widths, AdamW, bf16 products, an asymmetric actor, an exploration std drawn per
 environment and episode, `episode_draw`); SimBa's network families; and TD7's parts
 (Fujimoto et al., NeurIPS 2023; `--preset td7`): SALE embeddings (`jax_rl.algos.sale`),
-LAP replay (`replay = "lap"`, `common.td_loss`), hard target copies every `target_every`
-updates in place of Polyak averaging, and value clipping (`clip_values`,
-`critics.scalar`). TD7's policy checkpoints are not built: see docs/algorithms.md. MR.Q
-(Fujimoto et al., ICLR 2025; `--preset mrq`) is the same learner with MR.Q's
-representation (`representation = "mrq"`, `jax_rl.algos.mrq`): its batches are
-sub-trajectories, from which the encoders learn a latent model and the critics a
-multi-step, reward-scaled return; with LAP, hard copies and policy_freq 1.
+LAP replay (`replay = "lap"`, `common.td_loss`; DR.Q's fade of its draw by age,
+`replay_fade`), hard target copies every `target_every` updates in place of Polyak
+averaging, and value clipping (`clip_values`, `critics.scalar`). TD7's policy checkpoints
+are not built: see docs/algorithms.md. MR.Q (Fujimoto et al., ICLR 2025; `--preset mrq`)
+is the same learner with MR.Q's representation (`representation = "mrq"`,
+`jax_rl.algos.mrq`): its batches are sub-trajectories, from which the encoders learn a
+latent model and the critics a multi-step, reward-scaled return; with LAP, hard copies and
+policy_freq 1.
 """
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ class Config(flax.struct.PyTreeNode):
     value_scaling: bool = mrq.value_scaling_field()
     replay: str = common.replay_field()
     lap_alpha: float = common.lap_alpha_field()
+    replay_fade: float = common.replay_fade_field()
+    replay_fade_floor: float = common.replay_fade_floor_field()
     target_every: int = targets.every_field()
     clip_values: bool = scalar.clip_values_field()
 
@@ -309,6 +312,7 @@ def observe(state: State, transition: Transition) -> State:
 
 horizon = sale.horizon  # rows per sub-trajectory of its batches (`jax_rl.algos`)
 prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
+fade = common.fade  # DR.Q's fade of the prioritised sampling, or None (`jax_rl.algos`)
 DRAWS_PER_EPISODE = True  # act takes episode_draw (`jax_rl.algos`)
 
 

@@ -5,7 +5,8 @@ arrays, the next write position and the number of valid rows). `insert` writes
 a batch of rows at `position % capacity` with one scatter, so its cost is
 O(batch) whatever the capacity -- provided the caller donates the state to the
 jitted function that inserts (otherwise XLA must copy the whole buffer to keep
-the caller's copy alive). `sample` draws uniform indices in [0, size).
+the caller's copy alive). `sample` draws uniform indices in [0, size), or by
+priority (LAP), optionally faded by each row's age (DR.Q, `Fade`).
 """
 
 from __future__ import annotations
@@ -158,13 +159,60 @@ def insert(state: ReplayState, batch: Transition) -> ReplayState:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Fade:
+    """DR.Q's faded prioritised replay (Lyu et al., 2026): sampling weighs row i's priority
+    by max(decay^age_i, floor), age_i the rows written since row i (`ages`), so that old
+    rows are drawn less, but never less than `floor` times their priority.
+
+    Static (part of the compiled sampler): no `Fade` at all, not a decay of 1, is what
+    keeps the plain sampler's program.
+    """
+
+    decay: float  # per row written, in (0, 1)
+    floor: float  # in (0, 1]
+
+    def __post_init__(self) -> None:
+        if not 0 < self.decay < 1:
+            raise ValueError(f"fade decay must be in (0, 1), got {self.decay}")
+        if not 0 < self.floor <= 1:
+            raise ValueError(f"fade floor must be in (0, 1], got {self.floor}")
+
+
+def ages(position: jax.Array, capacity: int) -> jax.Array:
+    """Rows written since each row [capacity] was, read off the ring's write position: 0
+    for the newest (position - 1), capacity - 1 for the oldest. Rows never written get
+    ages too; their priority is 0, so no weight reaches them."""
+    return (position - 1 - jnp.arange(capacity, dtype=jnp.int32)) % capacity
+
+
+def fade_weights(position: jax.Array, capacity: int, fade: Fade) -> jax.Array:
+    """`Fade`'s weights [capacity] of a buffer whose next write is at `position`."""
+    decayed = jnp.float32(fade.decay) ** ages(position, capacity).astype(jnp.float32)
+    return jnp.maximum(decayed, jnp.float32(fade.floor))
+
+
 def sample_rows(
-    key: jax.Array, size: jax.Array, batch_size: int, priority: jax.Array | None = None
+    key: jax.Array,
+    size: jax.Array,
+    batch_size: int,
+    priority: jax.Array | None = None,
+    fade: Fade | None = None,
+    position: jax.Array | None = None,
 ) -> jax.Array:
     """`batch_size` row indices drawn with replacement from [0, size): uniformly, or with
-    `priority` [capacity] (0 on rows never written) row i with probability p_i / sum p."""
+    `priority` [capacity] (0 on rows never written) row i with probability p_i / sum p;
+    with a `fade` (and the buffer's write `position`) by p_i x `fade_weights`_i instead."""
     if priority is None:
+        if fade is not None:
+            raise ValueError("a faded replay fades priorities: sample with them")
         return jax.random.randint(key, (batch_size,), 0, jnp.maximum(size, 1))
+    if fade is not None:
+        if position is None:
+            raise ValueError("a faded replay reads the ages off the write position: give it")
+        # The stored priorities stay raw (what `write_priorities` and `max_priority` see):
+        # the fade enters this draw alone, as in DR.Q.
+        priority = priority * fade_weights(position, priority.shape[0], fade)
     # Two levels: the buffer as blocks of `width` rows; a cumulative sum over the blocks'
     # totals picks each draw's block, a cumulative sum inside that block its row. Work
     # ~ capacity / width + batch * width, least at width ~ sqrt(capacity / batch).
@@ -193,11 +241,11 @@ def block_width(capacity: int, batch_size: int) -> int:
 
 
 def sample_indexed(
-    state: ReplayState, key: jax.Array, batch_size: int
+    state: ReplayState, key: jax.Array, batch_size: int, fade: Fade | None = None
 ) -> tuple[Transition, jax.Array]:
     """Draw `batch_size` rows, with replacement, from the rows written (uniformly, or by
-    priority): (the rows' transitions, their indices [B])."""
-    rows = sample_rows(key, state.size, batch_size, state.priority)
+    priority, faded by age with a `fade`): (the rows' transitions, their indices [B])."""
+    rows = sample_rows(key, state.size, batch_size, state.priority, fade, state.position)
     return jax.tree_util.tree_map(lambda stored: stored[rows], state.data), rows
 
 

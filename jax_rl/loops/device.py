@@ -343,9 +343,15 @@ def _update_k_times(
     """Sample k batches with one draw, then scan k updates over them. With prioritised
     replay the k batches are drawn by the priorities before the first update, and the
     priorities the updates return are written back after the last (a row drawn twice
-    keeps one of its new values)."""
+    keeps one of its new values).
+
+    A learner's fade of the priorities (DR.Q's, `algos.fade`) counts a row's age in rows
+    written since, as the host loop does; here one iteration writes N rows (one per
+    environment), so the rows of one step have ages 0 to N - 1, and a row ages by N per
+    iteration where DR.Q's one environment ages it by 1 per step."""
     sample_key, update_key = jax.random.split(key)
-    flat, rows = replay_lib.sample_indexed(carry.replay, sample_key, k * batch_size)
+    fade = algos.fade(algo, carry.agent.config)
+    flat, rows = replay_lib.sample_indexed(carry.replay, sample_key, k * batch_size, fade)
     batches = jax.tree_util.tree_map(lambda x: x.reshape((k, batch_size) + x.shape[1:]), flat)
 
     def one_update(agent: Any, inputs: tuple[Any, jax.Array]) -> tuple[Any, tuple]:

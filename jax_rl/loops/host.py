@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -216,12 +217,17 @@ def make_step_functions(
     "map", one agent after another: `resolve_population_loop`)."""
 
     def draw(
-        key: jax.Array, size: jax.Array, priority: jax.Array | None
+        key: jax.Array,
+        size: jax.Array,
+        priority: jax.Array | None,
+        position: jax.Array,
+        fade: replay_lib.Fade | None,
     ) -> tuple[jax.Array, jax.Array]:
         """One agent's keys for this step ([next, update, act]) and its batch's rows
-        (drawn by `priority` [capacity] with prioritised replay, else uniformly)."""
+        (drawn by `priority` [capacity] with prioritised replay, faded by each row's age
+        with a `fade`, else uniformly)."""
         key, sample_key, update_key, act_key = jax.random.split(key, 4)
-        rows = replay_lib.sample_rows(sample_key, size, batch_size, priority)
+        rows = replay_lib.sample_rows(sample_key, size, batch_size, priority, fade, position)
         return jnp.stack([key, update_key, act_key]), rows
 
     def learn_one(
@@ -273,14 +279,17 @@ def make_step_functions(
         over = population.over_agents(
             learn_one, (axes, 0, 0, 0, 0), (axes, 0, 0), size, population_loop
         )
-        # Windows of consecutive rows from each start for a learner that asks (MR.Q's).
+        # Windows of consecutive rows from each start for a learner that asks (MR.Q's),
+        # drawn by faded priorities for one that asks (DR.Q's; static, like the horizon).
+        # One row per agent and step: a row's age counts the steps since it was stored.
         horizon = algos.horizon(algo, rest.agent.config)
+        draw_faded = functools.partial(draw, fade=algos.fade(algo, rest.agent.config))
         # Unrolled: U is small, and each update reads the priorities the last wrote back.
         # The actions of all but the last update are never read (XLA drops them).
         for _ in range(updates_per_step):
-            keys, rows = population.over_agents(draw, (0, None, priority_axis), (0, 0), size)(
-                rest.key, replay.size, replay.priority
-            )
+            keys, rows = population.over_agents(
+                draw_faded, (0, None, priority_axis, None), (0, 0), size
+            )(rest.key, replay.size, replay.priority, replay.position)
             batch = (
                 replay_lib.gather_population(replay.data, rows)
                 if horizon == 1

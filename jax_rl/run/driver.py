@@ -128,9 +128,10 @@ def add_common_flags(parser: argparse.ArgumentParser, loop_defaults: Any) -> Non
     run.add_argument(
         "--preset",
         default=presets.AUTO,
-        help="settings over the learner's defaults: auto (the task's entry in "
-        "jax_rl/presets/<policy>.toml, if any), paper (the published defaults only), "
-        "or a preset's name; flags you give always win",
+        help="settings over the learner's defaults: auto (the backend's one entry in "
+        "jax_rl/presets/<policy>.toml, the same on every task), tuned (the settings chosen "
+        "on this task, where there are any), paper (the published defaults only), or a "
+        "preset's name; flags you give always win",
     )
     cli.add_population_flag(run)
     cluster.add_engine_flags(run, population=True)
@@ -271,6 +272,8 @@ class Settings:
         }
         if self.preset_gave_way:  # to a choice of the user's, named otherwise
             record["gave_way"] = list(self.preset_gave_way)
+        if self.preset.instead_of:  # the preset asked for had no entry for this task
+            record["instead_of"] = self.preset.instead_of
         if self.preset.name.endswith("/*"):  # the tasks it was chosen on, as it stood
             record["tuned_on"] = list(self.preset.tuned_on)
         return record
@@ -291,6 +294,11 @@ class Settings:
         else:
             applied = ", ".join(f"{k}={v}" for k, v in self.preset_applied.items()) or "nothing"
             text = f"{policy} defaults -> preset {self.preset.name} ({applied})"
+            if self.preset.instead_of:
+                text += (
+                    f" (--preset {self.preset.instead_of} has no entry for {self.task}: "
+                    f"the {self.preset.name} recipe, as --preset auto, ran)"
+                )
             if self.preset_gave_way:
                 text += f" (gave way to your flags: {', '.join(self.preset_gave_way)})"
         if self.user_flags:

@@ -5,26 +5,29 @@ preset: its keys are flag names (`n_step`, `epsilon_std`, `hidden_sizes`, ...)
 with values as the flag would take them, plus `evidence`, the results folder
 (and figures) that measured it. Tables are named
 
-    [task."dm_control/cartpole-swingup"]   one task of one backend
-    [task."dm_control/*"]                  every task of a backend without its own entry
+    [task."dm_control/*"]                  every task of a backend: the defaults there
     [named.NAME]                           chosen by name only (--preset NAME)
     [named."NAME/playground/HumanoidWalk"] --preset NAME on that task
     [named."NAME/playground/*"]            --preset NAME on that backend's other tasks
 
+The defaults hold no task entry: one `*` entry per backend is what `--preset auto`
+runs on every task of it (issue 97). Settings chosen on one task live in the opt-in
+`--preset tuned` (`[named."tuned/dm_control/cartpole-swingup"]`); on a task it has no
+entry for, `tuned` runs the backend's `*` entry and the start-up line says so.
+
 A preset may say `device = "gpu"`: it is sized for an accelerator, and the
-start-up line says so when it runs on a CPU. `base = "NAME"` starts a preset (a task
-entry or a named one) from the named preset NAME's settings (its own keys win), so a
-recipe that several tasks take is written once. A backend's `*` entry says
-`tuned_on = ["TASK", ...]`: the tasks its settings were chosen on; on every other
-task its results are held out (a task entry is tuned on its own task).
+start-up line says so when it runs on a CPU. `base = "NAME"` starts a preset from the
+named preset NAME's settings (its own keys win), so a recipe that several entries take
+is written once; NAME may have a base of its own (a chain, without cycles). A backend's
+`*` entry says `tuned_on = ["TASK", ...]`: the tasks its settings were chosen on; on
+every other task its results are held out (a task entry is tuned on its own task).
 
 Settings resolve in this order (later wins): the learner's `Config` defaults
 (the published algorithm), then the preset, then the flags the user gave.
-`--preset auto` (the default) takes the task's entry, else its backend's `*`
-entry, else none; `--preset paper` takes none; `--preset NAME` takes
-`named.NAME`, else `named."NAME/<backend>/<task>"`, else `named."NAME/<backend>/*"`,
-else a task entry by its full name. Checking a preset's keys and
-values against the entry point's flags is `driver`'s job, at start-up.
+`--preset auto` (the default) takes the backend's `*` entry, else none; `--preset paper`
+takes none; `--preset NAME` takes `named.NAME`, else `named."NAME/<backend>/<task>"`, else
+`named."NAME/<backend>/*"`, else (for `tuned` only) the `*` entry. Checking a preset's keys
+and values against the entry point's flags is `driver`'s job, at start-up.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from typing import Any
 PRESET_DIR = Path(__file__).resolve().parents[1] / "presets"
 AUTO = "auto"
 PAPER = "paper"
+# The opt-in preset of the settings chosen on one task each; where it has no entry for
+# the task, the backend's `*` entry runs (`Preset.instead_of` says so).
+TUNED = "tuned"
 
 
 class PresetError(ValueError):
@@ -48,12 +54,15 @@ class PresetError(ValueError):
 class Preset:
     """One resolved preset: where it came from and the settings it gives."""
 
-    name: str  # "dm_control/cartpole-swingup", "dm_control/*" or a named one
+    name: str  # "dm_control/*", "tuned/dm_control/cartpole-swingup" or a named one
     path: Path
     evidence: str
     settings: dict[str, Any]
     device: str | None = None  # "gpu": sized for an accelerator
     tuned_on: tuple[str, ...] = ()  # the tasks its settings were chosen on
+    # The preset asked for, where it had no entry for the task and this one ran instead
+    # (`--preset tuned` on a task without a tuned entry: the backend's `*` entry).
+    instead_of: str | None = None
 
     def tuned_for(self, task: str) -> bool:
         """Whether results on `task` with this preset are on a task it was chosen on."""
@@ -93,6 +102,27 @@ def load_file(policy: str) -> dict[str, dict[str, dict[str, Any]]]:
     return {"task": tables.get("task", {}), "named": tables.get("named", {})}
 
 
+def _base_settings(policy: str, name: str, base: str, named: dict[str, Any] | None) -> dict:
+    """The settings preset `name` inherits from named preset `base`, following `base`'s own
+    base to the chain's root (the nearer preset's keys win); a cycle or a missing name is
+    refused. `evidence`, `tuned_on` and `base` itself are each preset's own."""
+    chain: list[str] = []
+    while base is not None:
+        if named is None or base not in named:
+            file = preset_file(policy).name
+            raise PresetError(f"preset {name!r}: base {base!r} is not a named preset of {file}")
+        if base in chain or base == name:
+            loop = " -> ".join([name, *chain, base])
+            raise PresetError(f"preset {name!r}: its bases go round in a circle ({loop})")
+        chain.append(base)
+        base = named[base].get("base")
+    settings: dict[str, Any] = {}
+    for ancestor in reversed(chain):  # the root first, so nearer presets win
+        own = ("evidence", "tuned_on", "base")
+        settings.update({k: v for k, v in named[ancestor].items() if k not in own})
+    return settings
+
+
 def _preset(
     policy: str, name: str, table: dict[str, Any], named: dict[str, Any] | None = None
 ) -> Preset:
@@ -100,17 +130,7 @@ def _preset(
     settings = dict(table)
     base = settings.pop("base", None)
     if base is not None:
-        if named is None or base not in named or "base" in named[base]:
-            raise PresetError(
-                f"preset {name!r}: base {base!r} is not a named preset of "
-                f"{preset_file(policy).name} without a base of its own"
-            )
-        own = ("evidence", "device", "tuned_on")
-        inherited = {k: v for k, v in named[base].items() if k not in own}
-        settings = {**inherited, **settings}
-        settings.setdefault("device", named[base].get("device"))
-        if settings["device"] is None:
-            del settings["device"]
+        settings = {**_base_settings(policy, name, base, named), **settings}
     evidence = settings.pop("evidence", None)
     if not isinstance(evidence, str) or not evidence:
         raise PresetError(
@@ -136,18 +156,42 @@ def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset 
     if choice == PAPER:
         return None
     tables = load_file(policy)
+    wildcard = f"{backend}/*"
+    task_entries = sorted(k for k in tables["task"] if not k.endswith("/*"))
+    if task_entries:  # the defaults hold one entry per backend, none per task
+        raise PresetError(
+            f"{preset_file(policy).name}: task entries in the defaults "
+            f"({', '.join(task_entries)}); a setting chosen on one task goes under "
+            f'[named."{TUNED}/BACKEND/TASK"]'
+        )
     if choice == AUTO:
-        for name in (f"{backend}/{task}", f"{backend}/*"):
-            if name in tables["task"]:
-                return _preset(policy, name, tables["task"][name], tables["named"])
+        if wildcard in tables["task"]:
+            return _preset(policy, wildcard, tables["task"][wildcard], tables["named"])
         return None
     for name in (choice, f"{choice}/{backend}/{task}", f"{choice}/{backend}/*"):
         if name in tables["named"]:
             return _preset(policy, name, tables["named"][name], tables["named"])
+    if choice == TUNED and any(k.startswith(f"{TUNED}/") for k in tables["named"]):
+        fallback = resolve(policy, backend, task, AUTO)
+        return None if fallback is None else dataclasses.replace(fallback, instead_of=TUNED)
     if choice in tables["task"]:
         return _preset(policy, choice, tables["task"][choice], tables["named"])
-    known = [AUTO, PAPER, *sorted(tables["named"]), *sorted(tables["task"])]
+    known = [AUTO, PAPER, *sorted(named_choices(tables["named"])), *sorted(tables["task"])]
     raise PresetError(f"unknown preset {choice!r} for {policy}; choose from {', '.join(known)}")
+
+
+def named_choices(named: dict[str, Any]) -> set[str]:
+    """What `--preset` accepts among the named presets: NAME for `named.NAME` and for
+    `named."NAME/BACKEND/..."` alike."""
+    return {name.split("/")[0] for name in named}
+
+
+def moved_to(policy: str, recorded: str) -> str | None:
+    """Where the task entry a run recorded (`dm_control/cartpole-swingup`, from before task
+    entries left the defaults) lives now: `--preset tuned` when it holds that entry."""
+    if recorded.endswith("/*") or recorded.count("/") != 1:
+        return None
+    return TUNED if f"{TUNED}/{recorded}" in load_file(policy)["named"] else None
 
 
 def all_presets(policy: str) -> list[Preset]:

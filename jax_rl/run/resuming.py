@@ -123,7 +123,12 @@ def run_control(
             if latest is None:
                 fail(f"--resume {args.resume}: no complete checkpoint in {checkpointer.directory}")
             meta = checkpointer.read_meta()
-            check_same_run(meta.get("identity", {}), identity, set(MAY_DIFFER_ON_RESUME), defaults)
+            try:
+                check_same_run(
+                    meta.get("identity", {}), identity, set(MAY_DIFFER_ON_RESUME), defaults
+                )
+            except CheckpointError as e:
+                raise CheckpointError(f"{e}{_moved_preset_hint(args, save_dir)}") from None
         elif latest is not None:
             fail(
                 f"{save_dir} holds the checkpoints of an earlier run (step {latest}); pass "
@@ -136,6 +141,27 @@ def run_control(
         checkpointer.close()
         raise
     return control
+
+
+def _moved_preset_hint(args: argparse.Namespace, save_dir: Path) -> str:
+    """Where the run's recorded task entry lives now, when it left the defaults since the run
+    started (issue 97: they became `--preset tuned`); "" otherwise."""
+    import json
+
+    from jax_rl.run import presets
+
+    config = save_dir / "config.json"
+    try:
+        recorded = (json.loads(config.read_text()).get("preset") or {}).get("name")
+    except (OSError, ValueError):
+        return ""
+    moved = presets.moved_to(args.policy, recorded) if isinstance(recorded, str) else None
+    if moved is None or args.preset == moved:
+        return ""
+    return (
+        f"; it ran the task entry {recorded}, which is --preset {moved} now: resume with "
+        f"--preset {moved}"
+    )
 
 
 def _kill_at_step() -> int | None:

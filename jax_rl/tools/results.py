@@ -13,7 +13,8 @@
 A suite is a backend's entry point, its standard tasks and learners, a step
 count and the published figures the table sets beside ours (`SUITES`).
 Each (task, learner) cell is one run of the suite's entry point with its presets
-(`--preset auto`): a vmapped population of `--seeds` agents, seeds 0..n-1,
+(`--preset auto`, or `--preset NAME`, whose table is <out>_NAME: `--preset tuned` makes
+the tables of the task entries): a vmapped population of `--seeds` agents, seeds 0..n-1,
 checkpointed every `--checkpoint_every` steps into `--runs_dir`. A cell whose
 results are already under `--out` is skipped, unless the settings it resolves to now
 (a preset edited since, other `--flags`) differ from those its results ran with:
@@ -69,7 +70,8 @@ import numpy as np
 
 from jax_rl.envs import playground
 from jax_rl.io.logger import scratch_folder
-from jax_rl.run import cli, cluster
+from jax_rl.run import cli, cluster, presets
+from jax_rl.run.presets import AUTO
 from jax_rl.tools.published import TIANSHOU_200K, Reference
 from jax_rl.watch import plot
 
@@ -366,9 +368,8 @@ SUITES = {
         reference_steps=100_000,
         note=(
             "TD3's and SAC's entry `dm_control/*` is CrossQ with 256-256 critics, chosen on "
-            "cheetah-run, walker-walk and finger-spin (SAC keeps the published settings on "
-            "ball_in_cup-catch, its own entry); the MPO entry `dm_control/*` was chosen on "
-            "cartpole-swingup only. The table before CrossQ: "
+            "cheetah-run, walker-walk and finger-spin; the MPO entry `dm_control/*` was chosen "
+            "on cartpole-swingup only. The table before CrossQ: "
             "[dmc100k_previous.md](dmc100k_previous.md)"
         ),
         make_target="results",
@@ -385,7 +386,7 @@ SUITES = {
         reference_steps=200_000,
         note="each learner's `gymnasium/*` entry carries the settings of Tianshou's MuJoCo "
         "scripts, which made the reference column, and was chosen on HalfCheetah-v5, "
-        "Hopper-v5 and Humanoid-v5; TD3 keeps a Hopper-v5 entry of its own",
+        "Hopper-v5 and Humanoid-v5",
         make_target="gym-results",
         normalisation="gym",
         improvements=(("TD3", "SAC"),),
@@ -428,9 +429,7 @@ SUITES = {
         references=DMC28_REFERENCES,
         reference_steps=100_000,
         note=(
-            "`--preset auto`: TD3's and SAC's `dm_control/*` entry, or the task's own entry "
-            "where the learner's presets file has one (each cell's config.json names the "
-            "entry it ran), each tuned on the tasks it was chosen on (its "
+            "TD3's and SAC's `dm_control/*` entry is tuned on the tasks it was chosen on (its "
             "`tuned_on`, as the run's config.json records it) and held out on all others; "
             "MPO is left out, too costly over 28 tasks, its cells taking up to twice as long"
         ),
@@ -506,6 +505,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="resamples of the aggregates' stratified bootstrap (dmc28 and gym tables)",
     )
     parser.add_argument(
+        "--preset",
+        default=AUTO,
+        help="every cell's --preset: auto (the defaults, one entry per backend), tuned (the "
+        "task entries chosen on their own task: the tables made before issue 97), or a name; "
+        "a preset other than auto writes its own table (<out>_<preset>)",
+    )
+    parser.add_argument(
         "--flags",
         default="",
         help='more flags for every run, e.g. "--eval_episodes 5" (they win over presets)',
@@ -561,9 +567,44 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.out = scratch_folder(
             "results", f"--steps {args.steps} is below the table's {suite.steps}"
         )
+    if args.preset != AUTO and re.search(r"(^|\s)--preset(\s|=|$)", args.flags):
+        cluster.fail("--preset is given twice: as --preset and inside --flags")
     if args.out is None:
-        args.out = ROOT / "docs" / "results" / suite.out_folder(args.steps)
+        args.out = default_out(args)
     return args
+
+
+def check_table_preset(args: argparse.Namespace) -> None:
+    """Refuse (one line, exit 2) to write the defaults' cells into a table of task entries:
+    the tables made before the entries left the defaults are `--preset tuned` tables."""
+    tuned = task_entry_cells(args.out)
+    if tuned and args.preset == AUTO and "--preset" not in args.flags:
+        more = ", ..." if len(tuned) > 1 else ""
+        cluster.fail(
+            f"{args.out} holds cells of task entries ({tuned[0]}{more}), which the defaults "
+            "no longer have: it is a --preset tuned table; pass --preset tuned to add to it, "
+            "or another --out for the defaults' table"
+        )
+
+
+def default_out(args: argparse.Namespace) -> Path:
+    """docs/results/<the suite's folder at these steps>, `_<preset>` after it for a preset
+    other than auto."""
+    own = "" if args.preset == AUTO else f"_{args.preset}"
+    return ROOT / "docs" / "results" / f"{args.suite.out_folder(args.steps)}{own}"
+
+
+def task_entry_cells(out: Path) -> list[str]:
+    """The cells under `out` that ran a task entry (a preset chosen on its own task:
+    `tuned/<backend>/<task>`, or `<backend>/<task>` from before entries left the defaults),
+    as "task/learner (preset)"."""
+    cells = []
+    for config in sorted(out.glob("*/*/config.json")):
+        preset = (json.loads(config.read_text()).get("preset") or {}).get("name", "")
+        parts = preset.split("/")
+        if parts[-1] != "*" and (len(parts) == 2 or parts[0] == presets.TUNED):
+            cells.append(f"{config.parent.parent.name}/{config.parent.name} ({preset})")
+    return cells
 
 
 def run_flags(args: argparse.Namespace, task: str, learner: str) -> list[str]:
@@ -572,7 +613,8 @@ def run_flags(args: argparse.Namespace, task: str, learner: str) -> list[str]:
         "--policy", learner, *args.suite.task_flags(task),
         "--num_seeds", str(args.seeds), "--seed", "0", "--max_timesteps", str(args.steps),
         "--checkpoint_every", str(args.checkpoint_every), "--no_progress",
-        *args.suite.learner_flags.get(learner, ()), *shlex.split(args.flags),
+        *args.suite.learner_flags.get(learner, ()),
+        *(() if args.preset == AUTO else ("--preset", args.preset)), *shlex.split(args.flags),
     ]  # fmt: skip
 
 
@@ -902,8 +944,6 @@ def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     out" (a `*` entry chosen on other tasks) or "defaults" (no preset: the published
     settings). A `*` entry's `tuned_on` is the one the run recorded (the entry may have
     been replaced since); runs from before it was recorded take the file's."""
-    from jax_rl.run import presets
-
     config = result_dir / "config.json"
     preset = json.loads(config.read_text()).get("preset") if config.exists() else None
     if not preset:
@@ -946,6 +986,30 @@ def device_of(result_dir: Path) -> str | None:
     return json.loads(config.read_text()).get("device") if config.exists() else None
 
 
+def regenerate_text(args: argparse.Namespace) -> str:
+    """The table's command: its make target and the tool's own line (resumable)."""
+    suite, given = args.suite, "" if args.preset == AUTO else f" --preset {args.preset}"
+    where = args.out.resolve()
+    if where != default_out(args) and where.is_relative_to(ROOT):  # a table of the project's
+        given += f" --out {where.relative_to(ROOT)}"
+    make = f"make {suite.make_target}" + (f' RESULTS_FLAGS="{given.strip()}"' if given else "")
+    tool = f"python -m jax_rl.tools.results --suite {args.suite_name}{given}"
+    return f"`{make}` (`{tool}`; resumable)"
+
+
+def preset_text(preset: str) -> str:
+    """What the cells' `--preset` ran, for the table's header."""
+    if preset == AUTO:
+        return "`--preset auto`: each learner's one entry for the backend, the same on every task"
+    if preset == presets.TUNED:
+        return (
+            "`--preset tuned`: a task's own entry where the learner's presets file has one "
+            "(`tuned/<backend>/<task>`, chosen on that task: each cell's config.json names the "
+            "entry it ran), else the backend's one entry, as `--preset auto` runs it"
+        )
+    return f"`--preset {preset}`"
+
+
 def _linked(note: str, out: Path) -> str:
     """The suite's note, whose links are written from docs/results/, for a table in `out`'s
     folder: the links made relative to it inside docs/, plain repository paths outside."""
@@ -975,12 +1039,12 @@ def write_table(args: argparse.Namespace, aggregates: bool = True) -> Path:
     lines = [
         f"# {suite.title}, {steps_k} environment steps",
         "",
-        f"Regenerate: `make {suite.make_target}` (`python -m jax_rl.tools.results --suite "
-        f"{args.suite_name}`; resumable). Each cell: final evaluation return (the mean over "
+        f"Regenerate: {regenerate_text(args)}. Each cell: final evaluation return (the mean over "
         f"the run's evaluation episodes of the deterministic policy) at {args.steps:,} "
         "environment steps, mean ± 95% confidence interval (Student's t) over seeds 0..n-1 "
         f"(here n = {args.seeds}) trained as one vmapped population on {suite.loop}, with "
-        f"each learner's presets (`jax_rl/presets/`; {_linked(suite.note, args.out)}). Beside "
+        f"each learner's presets (`jax_rl/presets/`; {preset_text(args.preset)}; "
+        f"{_linked(suite.note, args.out)}). Beside "
         "each cell, its "
         "preset's relation to the task: *tuned* (the preset was chosen on this task: not a "
         "held-out result), *held out* (chosen on other tasks only) or *defaults* (no preset). "
@@ -1461,6 +1525,7 @@ def to_train(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    check_table_preset(args)
     cells = [(t, p) for t in args.tasks for p in args.learners]
     failed = []
     if args.adopt is not None:

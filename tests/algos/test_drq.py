@@ -194,6 +194,8 @@ DRQ_CHANGES = {
     "infonce_weight": 0.1,
     "infonce_temperature": 0.1,
     "value_scaling": False,
+    "replay_fade": 0.9999,
+    "replay_fade_floor": 0.1,
 }
 
 
