@@ -23,6 +23,15 @@ first steps (every dense task) every batch holds such rewards, and the learner i
 without the part. The state is two int32 and a flag per agent, so checkpoints, populations
 and both loops carry it with no change.
 
+With `exploration_share` > 0 as well, TD3's std follows what the batches carry rather than
+a clock: the share of sampled rows whose reward is above their batch's lowest, averaged
+over about the last `SHARE_UPDATES` updates. While that share is below `exploration_share`
+the std rises toward initial_exploration_noise in proportion to what is missing, and once it
+is reached the std is exploration_noise. A dense task reaches its share within the first
+hundred or so updates and then explores as the learner without the part; a sparse task
+keeps its wide noise for as long as rewards stay rare, and a policy that loses the reward
+it found gets the noise back (a schedule, once spent, does not return it).
+
 Without the hold, SAC's temperature falls from the first update, reward or none (0.85 ->
 3e-5 in 50k steps on cartpole-swingup_sparse), until the entropy bonus is lost in the
 critics' noise. `alpha_min` floors it: log(alpha) never steps below log(alpha_min), so the
@@ -93,6 +102,22 @@ def floor_temperature(config: Any, log_alpha: jax.Array) -> jax.Array:
     return jnp.maximum(log_alpha, jnp.log(jnp.float32(config.alpha_min)))
 
 
+def share_field() -> Any:
+    """TD3's `exploration_share`: the reward share at which the held std has fallen."""
+    return common.field(
+        0.0,
+        "with hold_exploration: the std follows the share of sampled rows whose reward is "
+        "above their batch's lowest, from initial_exploration_noise at 0 to "
+        "exploration_noise at this share (0: the exploration_decay schedule instead)",
+        static=True,
+    )
+
+
+# Updates the share of informative rows is averaged over (an exponential average of rate
+# 1 / SHARE_UPDATES): long beside the noise of one batch of 256, short beside a run.
+SHARE_UPDATES = 1000
+
+
 def check_temperature_floor(config: Any) -> None:
     """0 <= alpha_min <= init_alpha: a floor above the start would move alpha at once."""
     low, start = config.alpha_min, config.init_alpha
@@ -113,11 +138,32 @@ class RewardWatch(flax.struct.PyTreeNode):
     now: jax.Array  # bool: whether the latest update's batch did
 
 
+class ShareWatch(RewardWatch):
+    """The watch with `exploration_share`: also the average share of informative rows."""
+
+    share: jax.Array  # float32: rows above their batch's lowest reward, averaged
+
+
+def uses_share(config: Any) -> bool:
+    """Whether the held std follows the reward share (TD3 with exploration_share > 0)."""
+    return bool(getattr(config, "hold_exploration", False)) and (
+        getattr(config, "exploration_share", 0.0) > 0
+    )
+
+
 def init(config: Any) -> RewardWatch | None:
     """The watch for a learner with hold_exploration, else None (no state)."""
     if not config.hold_exploration:
         return None
-    return RewardWatch(found_at=jnp.int32(-1), informative=jnp.int32(0), now=jnp.bool_(False))
+    start = {"found_at": jnp.int32(-1), "informative": jnp.int32(0), "now": jnp.bool_(False)}
+    if uses_share(config):
+        return ShareWatch(**start, share=jnp.float32(0.0))
+    return RewardWatch(**start)
+
+
+def row_share(rewards: jax.Array) -> jax.Array:
+    """The share of rows [B] whose reward is above the batch's lowest (0 where all agree)."""
+    return jnp.mean((rewards > rewards.min()).astype(jnp.float32))
 
 
 def observe(watch: RewardWatch | None, rewards: jax.Array, step: jax.Array) -> Any:
@@ -125,11 +171,15 @@ def observe(watch: RewardWatch | None, rewards: jax.Array, step: jax.Array) -> A
     if watch is None:
         return None
     differ = rewards.max() > rewards.min()
-    return RewardWatch(
+    counted = watch.replace(
         found_at=jnp.where((watch.found_at < 0) & differ, step, watch.found_at),
         informative=watch.informative + differ.astype(jnp.int32),
         now=differ,
     )
+    if not isinstance(watch, ShareWatch):
+        return counted
+    share = watch.share + (row_share(rewards) - watch.share) / SHARE_UPDATES
+    return counted.replace(share=share)
 
 
 def schedule_clock(watch: RewardWatch | None, step: jax.Array) -> jax.Array:
@@ -157,10 +207,13 @@ def metrics(watch: RewardWatch | None) -> dict[str, jax.Array]:
     an update whose batch held rewards that differ: averaged over a log row, their share)."""
     if watch is None:
         return {}
-    return {
+    out = {
         "explore/reward_found": (watch.found_at >= 0).astype(jnp.float32),
         "explore/informative": watch.now.astype(jnp.float32),
     }
+    if isinstance(watch, ShareWatch):
+        out["explore/share"] = watch.share
+    return out
 
 
 def scheduled_std(config: Any, watch: RewardWatch | None, step: jax.Array) -> jax.Array:
@@ -168,7 +221,13 @@ def scheduled_std(config: Any, watch: RewardWatch | None, step: jax.Array) -> ja
     exploration_decay > 0 a straight line from initial_exploration_noise at update 0 to
     exploration_noise at update exploration_decay, flat after. With hold_exploration the
     schedule counts only updates that sampled rewards that differ (so the std is
-    initial_exploration_noise until the first)."""
+    initial_exploration_noise until the first). With exploration_share > 0 there is no
+    schedule: the std is initial_exploration_noise less (initial_exploration_noise -
+    exploration_noise) times the averaged row share over exploration_share, capped at 1."""
+    if isinstance(watch, ShareWatch):
+        reached = jnp.clip(watch.share / config.exploration_share, 0.0, 1.0)
+        high, low = config.initial_exploration_noise, config.exploration_noise
+        return high + reached * (low - high)
     decay = jnp.asarray(config.exploration_decay, jnp.float32)
     clock = schedule_clock(watch, step)
     done = jnp.clip(clock / jnp.maximum(decay, 1.0), 0.0, 1.0)
@@ -179,7 +238,25 @@ def scheduled_std(config: Any, watch: RewardWatch | None, step: jax.Array) -> ja
 
 
 def check_schedule(config: Any) -> None:
-    """TD3's hold needs a schedule: without one the first reward would end the exploration."""
+    """TD3's hold needs a schedule or a share: without one the first reward would end the
+    exploration. The share is the hold's, in (0, 1], and replaces the schedule."""
+    share = getattr(config, "exploration_share", 0.0)
+    if common.is_concrete_number(share):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"TD3 exploration_share must be in [0, 1], got {share!r}")
+        if share > 0 and not config.hold_exploration:
+            raise ValueError(
+                "TD3 exploration_share sets the std of the held exploration: give "
+                "hold_exploration too (--hold_exploration)"
+            )
+        decay = config.exploration_decay
+        if share > 0 and common.is_concrete_number(decay) and decay != 0:
+            raise ValueError(
+                "TD3 exploration_share replaces the exploration_decay schedule: give one of "
+                f"them (exploration_share {share}, exploration_decay {decay})"
+            )
+        if share > 0:
+            return
     if config.hold_exploration and common.is_concrete_number(config.exploration_decay):
         if config.exploration_decay <= 0:
             raise ValueError(

@@ -76,6 +76,7 @@ class Config(flax.struct.PyTreeNode):
     exploration_decay: int = exploration.decay_field()
     initial_exploration_noise: float = exploration.initial_noise_field()
     hold_exploration: bool = exploration.hold_field()
+    exploration_share: float = exploration.share_field()
     exploration_noise_min: float = exploration.noise_min_field()
     # The accelerator-scale recipe (the same fields as SAC's).
     actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")

@@ -171,3 +171,73 @@ def test_held_td3_explores_around_zero_and_evaluates_its_actor():
     np.testing.assert_allclose(
         td3.act(found, obs, key, deterministic=False, noise=noise), expected, rtol=1e-6
     )
+
+
+def share_watch_after(*batches):
+    config = td3.Config(hold_exploration=True, exploration_share=0.25)
+    watch = exploration.init(config)
+    for step, rewards in enumerate(batches):
+        watch = exploration.observe(watch, jnp.asarray(rewards, jnp.float32), jnp.int32(step))
+    return config, watch
+
+
+def test_the_share_of_informative_rows_and_the_std_it_sets_by_hand():
+    # Rows above their batch's lowest reward: none where all agree, 2 of 4 here.
+    assert float(exploration.row_share(jnp.zeros(4))) == 0.0
+    assert float(exploration.row_share(jnp.asarray([0.0, 1.0, 0.0, 3.0]))) == 0.5
+    assert float(exploration.row_share(jnp.asarray([-1.0, -1.0, 0.0, -1.0]))) == 0.25
+    rate = 1.0 / exploration.SHARE_UPDATES
+    config, watch = share_watch_after([0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 3.0])
+    assert isinstance(watch, exploration.ShareWatch)
+    assert float(watch.share) == pytest.approx(0.5 * rate, rel=1e-5)  # 0, then 0 + 0.5 r
+    assert int(watch.informative) == 1 and int(watch.found_at) == 1
+    _, again = share_watch_after([0.0, 1.0, 0.0, 3.0], [0.0, 1.0, 0.0, 3.0])
+    assert float(again.share) == pytest.approx(0.5 * rate + (0.5 - 0.5 * rate) * rate, rel=1e-5)
+    # The std: initial_exploration_noise (1.0) at share 0, less 0.9 x share / 0.25 after.
+    std = exploration.scheduled_std(config, watch, jnp.int32(2))
+    assert float(std) == pytest.approx(1.0 - 0.9 * (0.5 * rate) / 0.25, rel=1e-5)
+    full = watch.replace(share=jnp.float32(0.3))
+    assert float(exploration.scheduled_std(config, full, jnp.int32(2))) == pytest.approx(0.1)
+    half = watch.replace(share=jnp.float32(0.125))
+    assert float(exploration.scheduled_std(config, half, jnp.int32(2))) == pytest.approx(0.55)
+    assert float(exploration.metrics(half)["explore/share"]) == 0.125
+    # Without the share the watch is the plain one, with no share in its metrics.
+    plain = exploration.init(td3.Config(hold_exploration=True, exploration_decay=5))
+    assert not isinstance(plain, exploration.ShareWatch)
+    assert "explore/share" not in exploration.metrics(plain)
+
+
+def test_td3_std_falls_with_the_share_and_returns_when_rewards_go():
+    config = td3.Config(
+        hidden_sizes=(16,), hold_exploration=True, exploration_share=0.25, policy_freq=1
+    )
+    rich = [[0.0, 1.0] * 4] * 4  # half the rows informative
+    state, metrics = train(td3, config, rich)
+    risen = float(state.reward_watch.share)
+    assert risen > 0 and float(metrics["explore/share"]) == pytest.approx(risen)
+    std_rich = float(td3.exploration_std(state))
+    assert std_rich < config.initial_exploration_noise
+    # Rewards gone (a policy that lost what it found): the share decays, the std rises.
+    for i in range(3):
+        state, _ = td3.update(state, batch(jax.random.key(50 + i), [0.0] * 8), jax.random.key(i))
+    assert float(state.reward_watch.share) < risen
+    assert float(td3.exploration_std(state)) > std_rich
+    # Dense rewards reach the share: the std is exploration_noise.
+    state = state.replace(reward_watch=state.reward_watch.replace(share=jnp.float32(0.9)))
+    assert float(td3.exploration_std(state)) == pytest.approx(config.exploration_noise)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"exploration_share": 1.5, "hold_exploration": True}, "must be in [0, 1]"),
+        ({"exploration_share": 0.1}, "give hold_exploration too"),
+        (
+            {"exploration_share": 0.1, "hold_exploration": True, "exploration_decay": 100},
+            "replaces the exploration_decay schedule",
+        ),
+    ],
+)
+def test_the_share_refuses_what_it_cannot_run(fields, words):
+    with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        td3.Config(**fields)
