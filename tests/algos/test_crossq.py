@@ -1,4 +1,5 @@
-"""CrossQ (Bhatt et al., ICLR 2024) on TD3 and SAC, and SimBa networks on every learner."""
+"""CrossQ (Bhatt et al., ICLR 2024) on TD3 and SAC (also on SALE's embeddings), and SimBa
+networks on every learner."""
 
 import flax.linen as nn
 import jax
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 
 from jax_rl import networks
-from jax_rl.algos import common, mpo, sac, td3
+from jax_rl.algos import common, mpo, sac, sale, td3
 from jax_rl.algos.critics import crossq
+from jax_rl.core import replay
 from jax_rl.core.transition import Transition
 
 B, OBS, A = 8, 3, 2
@@ -232,3 +234,91 @@ def test_batchrenorm_networks_without_the_crossq_recipe_are_refused(name):
         algo.init(jax.random.key(0), OBS, A, algo.Config(critic_network="batchrenorm"))
     with pytest.raises(ValueError, match="crossq trains batchrenorm networks: leave critic"):
         algo.init(jax.random.key(0), OBS, A, algo.Config(**CROSSQ, critic_network="simba"))
+
+
+# CrossQ's critics on SALE's embeddings (`--crossq --representation sale`), at a toy size.
+CROSSQ_SALE = {**CROSSQ, "representation": "sale", "encoder_hidden_sizes": (8,),
+               "embedding_size": 4}  # fmt: skip
+
+
+def _critic_input(params, obs, action):
+    """[s, z_sa, z_s] by SALE's equations with encoder `params`."""
+    zs = sale.state_embedding(params, obs)
+    return jnp.concatenate([obs, sale.state_action_embedding(params, zs, action), zs], axis=-1)
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_crossq_with_sale_reads_both_halves_through_the_fixed_encoders(name):
+    """The one joint pass sees [x | x'] with x and x' both from the fixed encoders (not the
+    fixed target's, TD7's copy for its target critic), and a' is the online actor's at
+    [s', z_s(s')] of the same encoders."""
+    algo = LEARNERS[name]
+    extra = {"policy_noise": 0.0} if algo is td3 else {}  # TD3: a' is then the actor's own
+    state = algo.init(jax.random.key(0), OBS, A, algo.Config(**CROSSQ_SALE, **extra))
+    params, fixed, target = (
+        sale.init_params(jax.random.key(k), OBS, A, (8,), 4) for k in (1, 2, 3)
+    )  # three different copies, so that the test tells them apart
+    state = state.replace(
+        encoders=state.encoders.replace(params=params, fixed=fixed, fixed_target=target)
+    )
+    b, key = batch(), jax.random.key(4)
+    critic_calls, actor_calls = [], []
+
+    def record(next_fun, args, kwargs, context):
+        if context.method_name == "__call__":
+            if isinstance(context.module, networks.EnsembleCritic):
+                critic_calls.append(args[:2])
+            elif isinstance(context.module, networks.DeterministicPolicy | networks.GaussianPolicy):
+                actor_calls.append(args[0])
+        return next_fun(*args, **kwargs)
+
+    with nn.intercept_methods(record):
+        loss, _ = crossq.loss(state.critic_params, algo.SIDE, state, b, key)
+    assert np.isfinite(float(loss))
+    [(joint_in, joint_action)], [actor_in] = critic_calls, actor_calls
+    next_action = joint_action[B:]
+    np.testing.assert_array_equal(joint_action[:B], b.action)
+    zs_next = sale.state_embedding(fixed, b.next_obs)
+    np.testing.assert_allclose(actor_in, jnp.concatenate([b.next_obs, zs_next], axis=-1), rtol=1e-6)
+    expected = jnp.concatenate(
+        [_critic_input(fixed, b.obs, b.action), _critic_input(fixed, b.next_obs, next_action)]
+    )
+    assert joint_in.shape == (2 * B, OBS + 4 + 4)
+    np.testing.assert_allclose(joint_in, expected, rtol=1e-5, atol=1e-6)
+    # The fixed target encoders would have given another x': what is checked tells them apart.
+    assert not np.allclose(joint_in[B:], _critic_input(target, b.next_obs, next_action))
+    if algo is td3:  # the online actor's deterministic action (no target actor, no noise)
+        np.testing.assert_allclose(next_action, td3.act(state, b.next_obs, key, True), rtol=1e-6)
+
+
+def changed(a, b) -> bool:
+    return not all(jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.array_equal, a, b)))
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_crossq_with_sale_updates_critics_and_encoders_and_keeps_no_targets(name):
+    algo = LEARNERS[name]
+    config = algo.Config(**CROSSQ_SALE, policy_freq=1, replay="lap", encoder_every=2)
+    state = algo.init(jax.random.key(0), OBS, A, config)
+    assert state.target_critic_params is None
+    assert getattr(state, "target_actor_params", None) is None
+    update = jax.jit(algo.update)
+    new = state
+    for i in range(2):
+        new, metrics = update(new, batch(jax.random.key(i)), jax.random.key(10 + i))
+    assert all(np.isfinite(np.asarray(v)).all() for v in metrics.values())
+    assert metrics[replay.PRIORITY_KEY].shape == (B,)  # LAP's new priorities
+    assert changed(new.critic_params, state.critic_params)
+    assert changed(new.actor_params, state.actor_params)
+    assert changed(new.encoders.params, state.encoders.params)
+    # The swap at update 2: the critics' encoders are now the trained ones.
+    assert not changed(new.encoders.fixed, new.encoders.params)
+    assert set(_steps(new.critic_stats)) == {2}
+    assert new.target_critic_params is None
+
+
+def test_crossq_with_sale_still_refuses_target_settings():
+    with pytest.raises(ValueError, match="target_every does nothing with crossq"):
+        td3.Config(**CROSSQ_SALE, target_every=250)
+    with pytest.raises(ValueError, match="clip_values takes the scalar critic"):
+        td3.Config(**CROSSQ_SALE, clip_values=True)

@@ -43,12 +43,14 @@ OPTIONS = {
     "SAC-simbav2": (sac, SIMBAV2),
     "TD7": (td3, {**SALE_LAP, "target_every": 50, "clip_values": True}),
     "SAC-sale": (sac, SALE_LAP),
+    # CrossQ's critics on SALE's embeddings, both halves of its pass through the fixed ones.
+    "TD3-crossq-sale": (td3, {**CROSSQ, **SALE_LAP, "policy_freq": 3}),
 }
 # The return each must beat after 1,500 steps. MPO with SimBa networks learns this bandit
 # more slowly than the others (seed 0: -1.04 untrained, -0.83 at 750 steps, -0.60 at 1,500).
 FLOOR = {
     "TD3-crossq": -0.1, "SAC-crossq": -0.1, "SAC-simba": -0.1, "MPO-simba": -0.7,
-    "SAC-simbav2": -0.1, "TD7": -0.1, "SAC-sale": -0.1,
+    "SAC-simbav2": -0.1, "TD7": -0.1, "SAC-sale": -0.1, "TD3-crossq-sale": -0.1,
 }  # fmt: skip
 
 
@@ -153,6 +155,15 @@ TD7_FLAGS = (
 )  # fmt: skip
 
 
+# CrossQ's critics on SALE's embeddings, on TD3, at small sizes (a swap every 30 updates).
+CROSSQ_SALE_FLAGS = (
+    *HOST_FLAGS[: HOST_FLAGS.index("--policy")], "--policy", "TD3", "--crossq",
+    "--renorm_warmup", "100", "--policy_freq", "3", "--representation", "sale",
+    "--encoder_hidden_sizes", "16", "--embedding_size", "8", "--encoder_every", "30",
+    "--checkpoint_every", "100",
+)  # fmt: skip
+
+
 def _td7(flags: tuple[str, ...]) -> tuple[str, ...]:
     """The flags with --policy TD3 --preset td7 in place of their learner and network flags."""
     start = flags.index("--policy")
@@ -176,9 +187,10 @@ DEVICE_TD7_FLAGS = (
     [
         ("main_dm_control.py", HOST_FLAGS, 100),
         ("main_dm_control.py", _td7(HOST_FLAGS), 100),
+        ("main_dm_control.py", CROSSQ_SALE_FLAGS, 100),
         ("main_brax.py", DEVICE_TD7_FLAGS, 128),
     ],
-    ids=["host-SAC-crossq", "host-td7", "device-td7-simba-simbav2"],
+    ids=["host-SAC-crossq", "host-td7", "host-TD3-crossq-sale", "device-td7-simba-simbav2"],
 )
 def test_killed_and_resumed_run_ends_as_the_uninterrupted_one(script, flags, every, tmp_path):
     reference = tmp_path / "reference"

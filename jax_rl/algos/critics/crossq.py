@@ -4,9 +4,23 @@ training-mode pass, so both halves are normalised by the same batch statistics, 
 target is that pass's second half without gradient:
 
     (x', a', h) = side.next(s')                         (the online networks)
-    [Q(s, a) | Q(x', a')] = Q([s | x'], [a | a'])
+    [Q(x, a) | Q(x', a')] = Q([x | x'], [a | a'])
     y = r + gamma * d * (min_i sg(Q_i(x', a')) - h)
-    L = scale * sum_i mean_B (Q_i(s, a) - y)^2            (LAP: Huber)
+    L = scale * sum_i mean_B (Q_i(x, a) - y)^2            (LAP: Huber)
+
+x is the critics' input at (s, a): s itself, or with SALE (`jax_rl.algos.sale`) the
+embeddings of the fixed encoders phi (TD7's choice for Q(s, a)); x' is the same at
+(s', a'), and a' the online actor's, reading the same fixed encoders:
+
+    x  = [s,  z_sa(phi; z_s(phi; s), a),    z_s(phi; s)]
+    a' = pi([s', z_s(phi; s')])   (TD3: plus its smoothing noise; SAC: a sample)
+    x' = [s', z_sa(phi; z_s(phi; s'), a'), z_s(phi; s')]
+
+TD7 reads its fixed *target* encoders at s', for its target critic; CrossQ has none, and
+one encoder copy for both halves keeps them one function of the input that BatchRenorm
+normalises over the joint batch. The learner's `side.next` reads the target copy, so the
+recipe lends it the state with the fixed encoders in that copy's place (`one_encoder`);
+the encoders' own update is SALE's, unchanged.
 
 The actor's loss reads the critics with their running statistics (the learner's side).
 """
@@ -19,7 +33,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jax_rl.algos import common
+from jax_rl.algos import common, sale
 from jax_rl.algos.critics import base
 from jax_rl.core.transition import Transition
 
@@ -29,7 +43,7 @@ TD_ERRORS = True
 
 def check(config: Any, name: str) -> None:
     """BatchRenorm's settings in range, no other network family than batchrenorm (which it
-    reads mlp as), no SALE, and no target setting (a `tau` or `target_every` other than
+    reads mlp as), and no target setting (a `tau` or `target_every` other than
     its default would do nothing: a sweep of it would train the same agent under several
     names)."""
     for role in ("actor", "critic"):
@@ -43,8 +57,6 @@ def check(config: Any, name: str) -> None:
     warmup = config.renorm_warmup
     if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
         raise ValueError(f"{name} renorm_warmup must be an integer >= 0, got {warmup!r}")
-    if getattr(config, "representation", "none") == "sale":
-        raise ValueError(f"{name} representation sale does not combine with crossq")
     for key in ("tau", "target_every"):
         if not hasattr(config, key):
             continue
@@ -60,15 +72,25 @@ def value(out: jax.Array, config: Any) -> jax.Array:
     return out
 
 
+def one_encoder(state: Any) -> Any:
+    """`state` with SALE's fixed encoders also in the fixed target's place, so that the
+    learner's side reads (s', a') through the copy the critics read (s, a) with; unchanged
+    without a representation."""
+    if state.encoders is None:
+        return state
+    return state.replace(encoders=state.encoders.replace(fixed_target=state.encoders.fixed))
+
+
 def loss(
     critic_params: Any, side: base.Side, state: Any, batch: Transition, key: jax.Array
 ) -> tuple[jax.Array, tuple[Any, jax.Array | None]]:
     """The loss and (the critics' running statistics after the pass, the rows' new
     priorities with LAP or None). batch is normalised."""
     cfg = state.config
-    next_in, next_action, shift = side.next(state, batch.next_obs, key)
-    _, critic_obs = common.views(cfg, batch.obs)
-    joint_obs = jnp.concatenate([critic_obs, next_in])  # [2B, O]
+    next_in, next_action, shift = side.next(one_encoder(state), batch.next_obs, key)
+    fixed, _ = sale.copies(state.encoders)
+    critic_in = sale.critic_view(fixed, cfg, batch.obs, batch.action)
+    joint_obs = jnp.concatenate([critic_in, next_in])  # [2B, X]
     joint_action = jnp.concatenate([batch.action, next_action])  # [2B, A]
     out, critic_stats = common.apply_train(
         base.network(cfg, train=True), critic_params, state.critic_stats, joint_obs,
