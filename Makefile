@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: init test lint chaos soak bench bench-peers bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results dmc-suite tune returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
+.PHONY: init test lint chaos soak bench bench-peers race bench-critics bench-quick bench-population bench-playground gpu-check results gym-results playground-results dmc-suite tune returns td3-returns mpo-returns plot brax-returns brax-plot brax-seeds brax-seeds-plot clean
 
 init: $(BIN)/activate-done
 
@@ -48,6 +48,16 @@ bench: init
 PEERS_VENV := .venv-peers
 bench-peers: $(PEERS_VENV)/bin/peers-done
 	$(PEERS_VENV)/bin/python -m jax_rl.tools.bench_peers
+
+# The race (issue 97): our recipe (TD3, --preset auto) against SBX's CrossQ with its defaults
+# on HalfCheetah-v5, side by side on one core each, evaluation return against wall-clock
+# seconds to 100k steps, seed 0; writes docs/benchmarks/race.{md,json,png}. Narrow or change
+# it with RACE_FLAGS, e.g. RACE_FLAGS="--steps 50000" (a reduced race writes to a temporary
+# folder; under 25k steps our side needs --flags '--start_timesteps N', its Gymnasium preset
+# warming up for 25k) or RACE_FLAGS="--flags '--crossq'". Nothing else should run on the machine.
+RACE_FLAGS ?=
+race: $(PEERS_VENV)/bin/peers-done
+	$(PEERS_VENV)/bin/python -m jax_rl.tools.race $(RACE_FLAGS)
 
 $(PEERS_VENV)/bin/peers-done: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(PEERS_VENV)
