@@ -48,9 +48,11 @@ OPTIONS = {
 }
 # The return each must beat after 1,500 steps. MPO with SimBa networks learns this bandit
 # more slowly than the others (seed 0: -1.04 untrained, -0.83 at 750 steps, -0.60 at 1,500).
+# CrossQ on SALE's embeddings too (-0.65 untrained, -0.45 at 750 steps, -0.07 at 1,500 on
+# the 2-core EPYC): its floor leaves room for another processor's rounding.
 FLOOR = {
     "TD3-crossq": -0.1, "SAC-crossq": -0.1, "SAC-simba": -0.1, "MPO-simba": -0.7,
-    "SAC-simbav2": -0.1, "TD7": -0.1, "SAC-sale": -0.1, "TD3-crossq-sale": -0.1,
+    "SAC-simbav2": -0.1, "TD7": -0.1, "SAC-sale": -0.1, "TD3-crossq-sale": -0.2,
 }  # fmt: skip
 
 
