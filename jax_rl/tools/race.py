@@ -383,13 +383,10 @@ def log_tail(path: Path, lines: int = 20) -> str:
 
 def stop(process: subprocess.Popen) -> None:
     """End a side that is still running (SIGTERM: ours then saves a checkpoint first)."""
+    from jax_rl.tools.results import stop_run
+
     if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_run(process, STOP_SECONDS)
 
 
 def wait_for_an_end(processes: Sequence[subprocess.Popen], seconds: float) -> None:

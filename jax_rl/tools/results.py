@@ -790,13 +790,13 @@ def _raise_stopped(signum: int, frame: Any) -> None:
 STOP_SECONDS = 300.0
 
 
-def stop_run(process: subprocess.Popen) -> None:
+def stop_run(process: subprocess.Popen, timeout: float = STOP_SECONDS) -> None:
     """Stop a cell's run as its own SIGTERM handler does (a checkpoint, then exit), and wait
-    for it: a sitting stopped by a signal leaves no run training on behind it, which the
-    next sitting would meet in the same folder."""
+    for it, killing it after `timeout` seconds: a sitting stopped by a signal leaves no run
+    training on behind it, which the next sitting would meet in the same folder."""
     process.terminate()
     try:
-        process.wait(timeout=STOP_SECONDS)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
