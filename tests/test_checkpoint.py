@@ -245,13 +245,19 @@ def test_host_loop_without_the_replay_in_checkpoints_refills_before_learning(tmp
 
 @pytest.mark.parametrize(
     "loop",
-    [dict(n_step=4), dict(noise_color=1.0), dict(normalize_obs=True, critic="categorical")],
-    ids=["n_step", "pink_noise", "normalized_categorical"],
+    [
+        dict(n_step=4),
+        dict(noise_color=1.0),
+        dict(normalize_obs=True, critic="categorical"),
+        dict(hold_exploration=True, exploration_share=0.1, share_horizon=3),
+    ],
+    ids=["n_step", "pink_noise", "normalized_categorical", "share_horizon"],
 )
 def test_run_killed_and_resumed_ends_as_the_uninterrupted_one(loop, tmp_path):
     # n_step: the checkpoint at step 300 holds the n - 1 = 3 steps not yet stored.
     # pink_noise: it holds the episode's noise sequence, 201 of its rows used.
     # normalized_categorical: it holds the observation statistics of 300 steps.
+    # share_horizon: its windows' reward share, and so the horizon each row takes.
     whole = _host_run(td3, tmp_path / "whole", **loop)
     with pytest.raises(Crash):
         _host_run(td3, tmp_path / "cut", crash_at=350, **loop)

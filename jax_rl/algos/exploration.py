@@ -32,6 +32,16 @@ hundred or so updates and then explores as the learner without the part; a spars
 keeps its wide noise for as long as rewards stay rare, and a policy that loses the reward
 it found gets the noise back (a schedule, once spent, does not return it).
 
+With `share_horizon` H > 1 too, the TD targets follow the same share: while it is 0 they
+are H-step returns, which spread a rare reward over the H rows before it (what makes
+cartpole-swingup_sparse learnable: docs/recipe.md, R9b against R9c), and as it rises to
+exploration_share they shorten to one step, where dense rewards learn best (finger-spin).
+The learner's batches are then windows of H consecutive rows (`replay.Window`, as MR.Q's),
+and with n = 1 + (H - 1)(1 - min(share / exploration_share, 1)) between two integers,
+the first frac(n) of the batch's rows (which are drawn independently) take ceil(n) steps
+and the rest floor(n): on average n steps, and one bootstrap per row. The share is read
+from every row of the windows (each a stored step), so it does not depend on the horizon.
+
 Without the hold, SAC's temperature falls from the first update, reward or none (0.85 ->
 3e-5 in 50k steps on cartpole-swingup_sparse), until the entropy bonus is lost in the
 critics' noise. `alpha_min` floors it: log(alpha) never steps below log(alpha_min), so the
@@ -49,6 +59,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl.algos import common
+from jax_rl.core import replay
 
 
 def hold_field() -> Any:
@@ -113,6 +124,16 @@ def share_field() -> Any:
     )
 
 
+def share_horizon_field() -> Any:
+    """TD3's `share_horizon`: the longest multi-step return the share's TD targets take."""
+    return common.field(
+        1,
+        "with exploration_share: TD targets of this many steps of reward while the share is "
+        "0, shortening to 1 step at exploration_share (1: one-step targets, as published)",
+        static=True,
+    )
+
+
 # Updates the share of informative rows is averaged over (an exponential average of rate
 # 1 / SHARE_UPDATES): long beside the noise of one batch of 256, short beside a run.
 SHARE_UPDATES = 1000
@@ -149,6 +170,34 @@ def uses_share(config: Any) -> bool:
     return bool(getattr(config, "hold_exploration", False)) and (
         getattr(config, "exploration_share", 0.0) > 0
     )
+
+
+def share_horizon(config: Any) -> int:
+    """Rows per window the share's TD targets read (1: plain transitions)."""
+    return int(getattr(config, "share_horizon", 1))
+
+
+def share_steps(config: Any, watch: ShareWatch, batch_size: int) -> jax.Array:
+    """Steps of reward in each row's TD target [B] (int32): n = 1 + (H - 1) times the share
+    still missing (1 - min(share / exploration_share, 1)), the first frac(n) of the rows
+    taking ceil(n) and the rest floor(n)."""
+    missing = 1.0 - jnp.clip(watch.share / config.exploration_share, 0.0, 1.0)
+    n = 1.0 + (share_horizon(config) - 1) * missing
+    low = jnp.floor(n)
+    rows = jnp.arange(batch_size, dtype=jnp.float32) / batch_size
+    return (low + (rows < n - low)).astype(jnp.int32)
+
+
+def share_returns(config: Any, watch: RewardWatch | None, batch: Any) -> tuple[Any, dict]:
+    """The batch the critics learn from and its metrics: with share_horizon > 1 the
+    windows' multi-step transitions of `share_steps` each (`replay.window_transition`) and
+    `explore/horizon`, their mean steps; else `batch` and none."""
+    if share_horizon(config) == 1:
+        return batch, {}
+    assert isinstance(watch, ShareWatch)  # check_schedule: the horizon needs the share
+    steps = share_steps(config, watch, batch.reward.shape[0])
+    out = replay.window_transition(batch, config.discount, steps)
+    return out, {"explore/horizon": steps.astype(jnp.float32).mean()}
 
 
 def init(config: Any) -> RewardWatch | None:
@@ -241,6 +290,7 @@ def check_schedule(config: Any) -> None:
     """TD3's hold needs a schedule or a share: without one the first reward would end the
     exploration. The share is the hold's, in (0, 1], and replaces the schedule."""
     share = getattr(config, "exploration_share", 0.0)
+    check_share_horizon(config, share)
     if common.is_concrete_number(share):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"TD3 exploration_share must be in [0, 1], got {share!r}")
@@ -264,3 +314,23 @@ def check_schedule(config: Any) -> None:
                 "updates that sampled rewards that differ: give exploration_decay > 0 "
                 "(without a schedule the first reward would end the exploration at once)"
             )
+
+
+def check_share_horizon(config: Any, share: Any) -> None:
+    """share_horizon: a positive integer; above 1 only with the share (whose std it follows)
+    and not with MR.Q's representation (which forms its own multi-step returns)."""
+    steps = getattr(config, "share_horizon", 1)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ValueError(f"TD3 share_horizon must be a positive integer, got {steps!r}")
+    if steps == 1:
+        return
+    if not (config.hold_exploration and common.is_concrete_number(share) and share > 0):
+        raise ValueError(
+            "TD3 share_horizon shortens the TD targets as the reward share rises: give "
+            "--hold_exploration and --exploration_share too (fixed multi-step returns: --n_step)"
+        )
+    if config.representation == "mrq":
+        raise ValueError(
+            "TD3 share_horizon: representation mrq forms its own multi-step returns "
+            "(value_horizon); give one of them"
+        )

@@ -66,6 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_rl.algos import common
+from jax_rl.core import replay
 from jax_rl.core.replay import Window
 from jax_rl.core.transition import Transition
 
@@ -430,23 +431,20 @@ def value_batch(model: Model, window: Window, config: Any) -> Transition:
     module docstring's y); without value_scaling (DR.Q) the return and discount as they
     are, in raw reward units."""
     n = min(int(config.value_horizon), window.mask.shape[1])
-    mask = window.mask[:, :n]
-    gammas = config.discount ** jnp.arange(n, dtype=jnp.float32)
-    reward = (mask * gammas * window.reward[:, :n]).sum(axis=1)
-    last = (mask.sum(axis=1).astype(jnp.int32) - 1)[:, None]
-    pick = lambda x: jnp.take_along_axis(x, last, axis=1)[:, 0]  # noqa: E731
-    discount = config.discount ** last[:, 0].astype(jnp.float32) * pick(window.discount)
-    next_obs = jnp.take_along_axis(window.next_obs, last[:, :, None], axis=1)[:, 0]
-    if config.value_scaling:
-        reward = reward / model.scale
-        discount = discount * model.target_scale / model.scale
-    return Transition(
-        obs=window.obs[:, 0],
-        action=window.action[:, 0],
-        reward=reward,
-        discount=discount,
-        next_obs=next_obs,
+    cut = lambda x: x[:, :n]  # noqa: E731
+    short = window.replace(
+        reward=cut(window.reward),
+        discount=cut(window.discount),
+        next_obs=cut(window.next_obs),
+        mask=cut(window.mask),
     )
+    out = replay.window_transition(short, config.discount)
+    if config.value_scaling:
+        out = out.replace(
+            reward=out.reward / model.scale,
+            discount=out.discount * model.target_scale / model.scale,
+        )
+    return out
 
 
 def as_window(batch: Any) -> Window:

@@ -77,6 +77,7 @@ class Config(flax.struct.PyTreeNode):
     initial_exploration_noise: float = exploration.initial_noise_field()
     hold_exploration: bool = exploration.hold_field()
     exploration_share: float = exploration.share_field()
+    share_horizon: int = exploration.share_horizon_field()
     exploration_noise_min: float = exploration.noise_min_field()
     # The accelerator-scale recipe (the same fields as SAC's).
     actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")
@@ -311,7 +312,11 @@ def observe(state: State, transition: Transition) -> State:
     return sale.learner_observe(common.observe(state, transition), transition)
 
 
-horizon = sale.horizon  # rows per sub-trajectory of its batches (`jax_rl.algos`)
+def horizon(config: Config) -> int:
+    """Rows per sub-trajectory of its batches (`jax_rl.algos`): MR.Q's, or the share's."""
+    return max(sale.horizon(config), exploration.share_horizon(config))
+
+
 prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
 fade = common.fade  # DR.Q's fade of the prioritised sampling, or None (`jax_rl.algos`)
 DRAWS_PER_EPISODE = True  # act takes episode_draw (`jax_rl.algos`)
@@ -353,6 +358,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     state = state.replace(
         reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
     )
+    batch, returns = exploration.share_returns(cfg, state.reward_watch, batch)
     batch = common.normalize_batch(state, batch)
     state, batch = sale.learner_update(state, batch)
     state, loss, priority = critics.update(SIDE, state, batch, key)
@@ -371,6 +377,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         "loss/critic": loss,
         "loss/actor": state.actor_loss,
         **exploration.metrics(state.reward_watch),
+        **returns,
     }
     state, metrics = sale.learner_swap(state, metrics)
     return state, common.with_priority(metrics, priority)

@@ -350,6 +350,27 @@ class Window(flax.struct.PyTreeNode):
     mask: jax.Array
 
 
+def window_transition(window: Window, discount: float, steps: jax.Array | None = None) -> Any:
+    """The n-step transitions [B] of windows [B, H], in the layout of `jax_rl.loops.nstep`:
+    from each start, the return over its rows still in the start's episode (m of them, and
+    with `steps` [B] at most steps[b]): reward sum_{k<m} gamma^k r_k, discount
+    gamma^(m-1) d_{m-1} and next_obs s'_{m-1}, the start's obs and action."""
+    mask = window.mask
+    if steps is not None:
+        mask = mask * (jnp.arange(mask.shape[1]) < steps[:, None]).astype(mask.dtype)
+    gammas = discount ** jnp.arange(mask.shape[1], dtype=jnp.float32)
+    reward = (mask * gammas * window.reward).sum(axis=1)
+    last = (mask.sum(axis=1).astype(jnp.int32) - 1)[:, None]
+    pick = lambda x: jnp.take_along_axis(x, last, axis=1)[:, 0]  # noqa: E731
+    return Transition(
+        obs=window.obs[:, 0],
+        action=window.action[:, 0],
+        reward=reward,
+        discount=discount ** last[:, 0].astype(jnp.float32) * pick(window.discount),
+        next_obs=jnp.take_along_axis(window.next_obs, last[:, :, None], axis=1)[:, 0],
+    )
+
+
 def window_rows(rows: jax.Array, horizon: int, capacity: int) -> jax.Array:
     """Starts [...] -> the rows of their windows [..., H], wrapping around the ring."""
     return (rows[..., None] + jnp.arange(horizon, dtype=rows.dtype)) % capacity

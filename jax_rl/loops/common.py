@@ -70,14 +70,15 @@ def check_learner(algo: ModuleType, algo_config: Any, n_step: int | None) -> Non
 
     if algos.horizon(algo, algo_config) == 1:
         return
+    part = "share_horizon" if getattr(algo_config, "share_horizon", 1) > 1 else "representation mrq"
     if n_step is None:
         raise ValueError(
-            "representation mrq trains on sub-trajectories of the replay, which the host "
+            f"{part} trains on sub-trajectories of the replay, which the host "
             "loops (main_dm_control.py, main_gym.py) hand out and the device pipeline does not"
         )
     if n_step > 1:
         raise ValueError(
-            f"representation mrq forms its own multi-step returns (value_horizon) from "
+            f"{part} forms its own multi-step returns from "
             f"one-step rows: n_step must be 1, got {n_step}"
         )
 
