@@ -41,6 +41,8 @@ and with n = 1 + (H - 1)(1 - min(share / exploration_share, 1)) between two inte
 the first frac(n) of the batch's rows (which are drawn independently) take ceil(n) steps
 and the rest floor(n): on average n steps, and one bootstrap per row. The share is read
 from every row of the windows (each a stored step), so it does not depend on the horizon.
+SAC takes the share and its horizon too (`exploration_share` with `hold_exploration`);
+there the share sets the horizon only, and its temperature is held as above.
 
 Without the hold, SAC's temperature falls from the first update, reward or none (0.85 ->
 3e-5 in 50k steps on cartpole-swingup_sparse), until the entropy bonus is lost in the
@@ -114,22 +116,12 @@ def floor_temperature(config: Any, log_alpha: jax.Array) -> jax.Array:
 
 
 def share_field() -> Any:
-    """TD3's `exploration_share`: the reward share at which the held std has fallen."""
+    """`exploration_share` (TD3 and SAC): the reward share at which TD3's held std has fallen
+    and the share's TD targets (`share_horizon`) are one step."""
     return common.field(
         0.0,
-        "with hold_exploration: the std follows the share of sampled rows whose reward is "
-        "above their batch's lowest, from initial_exploration_noise at 0 to "
-        "exploration_noise at this share (0: the exploration_decay schedule instead)",
-        static=True,
-    )
-
-
-def share_horizon_field() -> Any:
-    """TD3's `share_horizon`: the longest multi-step return the share's TD targets take."""
-    return common.field(
-        1,
-        "with exploration_share: TD targets of this many steps of reward while the share is "
-        "0, shortening to 1 step at exploration_share (1: one-step targets, as published)",
+        "with hold_exploration: the share of rows rewarded above their batch's lowest at "
+        "which TD3's std is exploration_noise and share_horizon targets one step (0: off)",
         static=True,
     )
 
@@ -137,6 +129,17 @@ def share_horizon_field() -> Any:
 # Updates the share of informative rows is averaged over (an exponential average of rate
 # 1 / SHARE_UPDATES): long beside the noise of one batch of 256, short beside a run.
 SHARE_UPDATES = 1000
+
+
+def share_horizon_field() -> Any:
+    """`share_horizon` (TD3 and SAC): the longest multi-step return the share's TD targets
+    take."""
+    return common.field(
+        1,
+        "with exploration_share: TD targets of this many steps at share 0, one step at "
+        "exploration_share (1: off)",
+        static=True,
+    )
 
 
 def check_temperature_floor(config: Any) -> None:
@@ -166,7 +169,8 @@ class ShareWatch(RewardWatch):
 
 
 def uses_share(config: Any) -> bool:
-    """Whether the held std follows the reward share (TD3 with exploration_share > 0)."""
+    """Whether the watch keeps the reward share (hold_exploration and exploration_share > 0:
+    TD3's std follows it, and either learner's share_horizon targets)."""
     return bool(getattr(config, "hold_exploration", False)) and (
         getattr(config, "exploration_share", 0.0) > 0
     )
@@ -286,19 +290,29 @@ def scheduled_std(config: Any, watch: RewardWatch | None, step: jax.Array) -> ja
     return jnp.where(decay > 0, scheduled, config.exploration_noise)
 
 
+def check_share(config: Any) -> None:
+    """exploration_share in [0, 1], above 0 only with the hold (whose watch keeps it); and
+    share_horizon (`check_share_horizon`). SAC's check; TD3's is `check_schedule`."""
+    name = _learner(config)
+    share = getattr(config, "exploration_share", 0.0)
+    check_share_horizon(config, share)
+    if not common.is_concrete_number(share):
+        return
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"{name} exploration_share must be in [0, 1], got {share!r}")
+    if share > 0 and not config.hold_exploration:
+        raise ValueError(
+            f"{name} exploration_share is kept by the held exploration's watch: give "
+            "hold_exploration too (--hold_exploration)"
+        )
+
+
 def check_schedule(config: Any) -> None:
     """TD3's hold needs a schedule or a share: without one the first reward would end the
     exploration. The share is the hold's, in (0, 1], and replaces the schedule."""
+    check_share(config)
     share = getattr(config, "exploration_share", 0.0)
-    check_share_horizon(config, share)
     if common.is_concrete_number(share):
-        if not 0.0 <= share <= 1.0:
-            raise ValueError(f"TD3 exploration_share must be in [0, 1], got {share!r}")
-        if share > 0 and not config.hold_exploration:
-            raise ValueError(
-                "TD3 exploration_share sets the std of the held exploration: give "
-                "hold_exploration too (--hold_exploration)"
-            )
         decay = config.exploration_decay
         if share > 0 and common.is_concrete_number(decay) and decay != 0:
             raise ValueError(
@@ -316,21 +330,26 @@ def check_schedule(config: Any) -> None:
             )
 
 
+def _learner(config: Any) -> str:
+    return type(config).__module__.rsplit(".", 1)[-1].upper()
+
+
 def check_share_horizon(config: Any, share: Any) -> None:
-    """share_horizon: a positive integer; above 1 only with the share (whose std it follows)
-    and not with MR.Q's representation (which forms its own multi-step returns)."""
+    """share_horizon: a positive integer; above 1 only with the share (which sets its
+    length) and not with MR.Q's representation (which forms its own multi-step returns)."""
+    name = _learner(config)
     steps = getattr(config, "share_horizon", 1)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise ValueError(f"TD3 share_horizon must be a positive integer, got {steps!r}")
+        raise ValueError(f"{name} share_horizon must be a positive integer, got {steps!r}")
     if steps == 1:
         return
     if not (config.hold_exploration and common.is_concrete_number(share) and share > 0):
         raise ValueError(
-            "TD3 share_horizon shortens the TD targets as the reward share rises: give "
+            f"{name} share_horizon shortens the TD targets as the reward share rises: give "
             "--hold_exploration and --exploration_share too (fixed multi-step returns: --n_step)"
         )
     if config.representation == "mrq":
         raise ValueError(
-            "TD3 share_horizon: representation mrq forms its own multi-step returns "
+            f"{name} share_horizon: representation mrq forms its own multi-step returns "
             "(value_horizon); give one of them"
         )

@@ -66,6 +66,8 @@ class Config(flax.struct.PyTreeNode):
     )
     hold_exploration: bool = exploration.hold_field()
     alpha_min: float = exploration.temperature_floor_field()
+    exploration_share: float = exploration.share_field()
+    share_horizon: int = exploration.share_horizon_field()
     # The accelerator-scale recipe (the same fields as TD3's).
     actor_hidden_sizes: tuple[int, ...] = common.shared("actor_hidden_sizes")
     critic_hidden_sizes: tuple[int, ...] = common.shared("critic_hidden_sizes")
@@ -133,6 +135,7 @@ class Config(flax.struct.PyTreeNode):
         common.check_replay(self)
         critics.check(self)
         exploration.check_temperature_floor(self)
+        exploration.check_share(self)
 
 
 class State(flax.struct.PyTreeNode):
@@ -287,7 +290,11 @@ def observe(state: State, transition: Transition) -> State:
     return sale.learner_observe(common.observe(state, transition), transition)
 
 
-horizon = sale.horizon  # rows per sub-trajectory of its batches (`jax_rl.algos`)
+def horizon(config: Config) -> int:
+    """Rows per sub-trajectory of its batches (`jax_rl.algos`): MR.Q's, or the share's."""
+    return max(sale.horizon(config), exploration.share_horizon(config))
+
+
 prioritized = common.prioritized  # whether the loops keep priorities (`jax_rl.algos`)
 fade = common.fade  # DR.Q's fade of the prioritised sampling, or None (`jax_rl.algos`)
 
@@ -352,6 +359,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
     state = state.replace(
         reward_watch=exploration.observe(state.reward_watch, batch.reward, state.step)
     )
+    batch, returns = exploration.share_returns(state.config, state.reward_watch, batch)
     batch = common.normalize_batch(state, batch)
     critic_key, actor_key = jax.random.split(key)
     state, batch = sale.learner_update(state, batch)
@@ -377,6 +385,7 @@ def update(state: State, batch: Transition, key: jax.Array) -> tuple[State, dict
         "loss/critic": loss_critic,
         **actor_metrics,
         **exploration.metrics(state.reward_watch),
+        **returns,
     }
     state, metrics = sale.learner_swap(state, metrics)
     return state, common.with_priority(metrics, priority)

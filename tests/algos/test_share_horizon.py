@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl.algos import exploration, td3
+from jax_rl.algos import exploration, sac, td3
 from jax_rl.core import replay
 from jax_rl.core.transition import Transition
 from jax_rl.loops import common
@@ -117,3 +117,43 @@ def test_loops_refuse_the_share_horizon_where_they_cannot_hand_out_windows():
     with pytest.raises(ValueError, match="share_horizon forms .* n_step must be 1, got 3"):
         common.check_learner(td3, config, 3)
     common.check_learner(td3, td3.Config(**{**SHARE, "share_horizon": 1}), None)
+
+
+def test_sac_on_windows_learns_as_on_their_hand_made_transitions():
+    # SAC takes the share for its horizon only: the same check as TD3's above, on its critic.
+    config = sac.Config(hidden_sizes=(16,), **SHARE)
+    assert sac.horizon(config) == 3 and sac.horizon(sac.Config()) == 1
+    state = sac.init(jax.random.key(0), 2, 1, config)
+    window = hand_window()
+    stepped, metrics = sac.update(state, window, jax.random.key(1))
+    assert float(metrics["explore/horizon"]) == 3.0 and "explore/share" in metrics
+    g = config.discount
+    hand = Transition(
+        obs=window.obs[:, 0],
+        action=window.action[:, 0],
+        reward=jnp.asarray([1 + g * 2 + g**2 * 4, 3 + g * 5]),
+        discount=jnp.asarray([g**2, 0.0]),
+        next_obs=jnp.stack([window.next_obs[0, 2], window.next_obs[1, 1]]),
+    )
+    plain = state.replace(config=config.replace(share_horizon=1))
+    plain = plain.replace(reward_watch=stepped.reward_watch)
+    expected, _ = sac.update(plain, hand, jax.random.key(1))
+    for a, b in zip(
+        jax.tree_util.tree_leaves(stepped.critic_params),
+        jax.tree_util.tree_leaves(expected.critic_params),
+        strict=True,
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"exploration_share": 0.1}, "SAC exploration_share .* give hold_exploration too"),
+        ({"exploration_share": 2.0, "hold_exploration": True}, r"must be in \[0, 1\]"),
+        ({"share_horizon": 3}, "SAC share_horizon shortens"),
+    ],
+)
+def test_sac_refuses_a_share_it_cannot_keep(fields, words):
+    with pytest.raises(ValueError, match=words):
+        sac.Config(**fields)
