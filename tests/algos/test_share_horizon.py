@@ -62,14 +62,17 @@ def test_the_steps_fall_from_the_horizon_to_one_as_the_share_is_reached():
     assert td3.horizon(config) == 3 and td3.horizon(td3.Config()) == 1
 
 
-def test_td3_on_windows_learns_as_on_their_hand_made_transitions():
+@pytest.mark.parametrize("algo", [td3, sac], ids=["TD3", "SAC"])
+def test_on_windows_the_learner_learns_as_on_their_hand_made_transitions(algo):
     # At share ~0 every row takes 3 steps: the critic's update on the windows is the
-    # update on the windows' 3-step transitions, given the same watch and key.
-    config = td3.Config(hidden_sizes=(16,), **SHARE)
-    state = td3.init(jax.random.key(0), 2, 1, config)
+    # update on the windows' 3-step transitions, given the same watch and key (SAC takes
+    # the share for its horizon only).
+    config = algo.Config(hidden_sizes=(16,), **SHARE)
+    assert algo.horizon(config) == 3 and algo.horizon(algo.Config()) == 1
+    state = algo.init(jax.random.key(0), 2, 1, config)
     window = hand_window()
-    stepped, metrics = td3.update(state, window, jax.random.key(1))
-    assert float(metrics["explore/horizon"]) == 3.0
+    stepped, metrics = algo.update(state, window, jax.random.key(1))
+    assert float(metrics["explore/horizon"]) == 3.0 and "explore/share" in metrics
     g = config.discount
     hand = Transition(
         obs=window.obs[:, 0],
@@ -80,7 +83,7 @@ def test_td3_on_windows_learns_as_on_their_hand_made_transitions():
     )
     plain = state.replace(config=config.replace(share_horizon=1))
     plain = plain.replace(reward_watch=stepped.reward_watch)  # the watch of the windows' rows
-    expected, plain_metrics = td3.update(plain, hand, jax.random.key(1))
+    expected, plain_metrics = algo.update(plain, hand, jax.random.key(1))
     assert "explore/horizon" not in plain_metrics
     for a, b in zip(
         jax.tree_util.tree_leaves(stepped.critic_params),
@@ -117,33 +120,6 @@ def test_loops_refuse_the_share_horizon_where_they_cannot_hand_out_windows():
     with pytest.raises(ValueError, match="share_horizon forms .* n_step must be 1, got 3"):
         common.check_learner(td3, config, 3)
     common.check_learner(td3, td3.Config(**{**SHARE, "share_horizon": 1}), None)
-
-
-def test_sac_on_windows_learns_as_on_their_hand_made_transitions():
-    # SAC takes the share for its horizon only: the same check as TD3's above, on its critic.
-    config = sac.Config(hidden_sizes=(16,), **SHARE)
-    assert sac.horizon(config) == 3 and sac.horizon(sac.Config()) == 1
-    state = sac.init(jax.random.key(0), 2, 1, config)
-    window = hand_window()
-    stepped, metrics = sac.update(state, window, jax.random.key(1))
-    assert float(metrics["explore/horizon"]) == 3.0 and "explore/share" in metrics
-    g = config.discount
-    hand = Transition(
-        obs=window.obs[:, 0],
-        action=window.action[:, 0],
-        reward=jnp.asarray([1 + g * 2 + g**2 * 4, 3 + g * 5]),
-        discount=jnp.asarray([g**2, 0.0]),
-        next_obs=jnp.stack([window.next_obs[0, 2], window.next_obs[1, 1]]),
-    )
-    plain = state.replace(config=config.replace(share_horizon=1))
-    plain = plain.replace(reward_watch=stepped.reward_watch)
-    expected, _ = sac.update(plain, hand, jax.random.key(1))
-    for a, b in zip(
-        jax.tree_util.tree_leaves(stepped.critic_params),
-        jax.tree_util.tree_leaves(expected.critic_params),
-        strict=True,
-    ):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize(
