@@ -193,3 +193,23 @@ def test_a_row_with_action_repeat_counts_frames_and_takes_k_frames_per_step(monk
     assert repeated["achieved_flops_per_second"] == pytest.approx(
         plain["achieved_flops_per_second"]
     )
+
+
+def test_a_row_with_updates_per_step_makes_that_many_updates_per_step(monkeypatch):
+    """`updates_per_step` U is the loop's: each timed step updates U times, and the row's
+    FLOP rate counts all U (the same step time, U times the work)."""
+    seen = {}
+
+    def fake_time_steps(step, steps_per_block, num_blocks, warmup_steps):
+        before = int(step().agent.step)
+        for _ in range(3):
+            step()
+        seen["updates"] = int(step().agent.step) - before
+        return timing.Timing(1.0, (2.0, 2.0, 2.0), 1000)
+
+    monkeypatch.setattr(benchmark.timing, "time_steps", fake_time_steps)
+    one = benchmark.bench_host_step("SAC", benchmark.QUICK)
+    assert seen["updates"] == 4 and one["updates_per_step"] == 1
+    two = benchmark.bench_host_step("SAC", benchmark.QUICK, updates_per_step=2, noise_color=1.0)
+    assert seen["updates"] == 8 and two["updates_per_step"] == 2
+    assert two["achieved_flops_per_second"] == pytest.approx(2 * one["achieved_flops_per_second"])

@@ -310,6 +310,8 @@ def bench_host_step(
     action_repeat: int = 1,
     num_agents: int = 1,
     population_loop: str = "vmap",
+    updates_per_step: int = 1,
+    noise_color: float = 0.0,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Seconds per 1000 host-loop training steps of learner `name` (Config `overrides`;
@@ -317,7 +319,9 @@ def bench_host_step(
     `action_repeat` K > 1 each step holds its decision for K frames (one update per K
     frames, `--action_repeat`): the figures are then per 1000 frames, as the loop counts.
     With `num_agents` P > 1 a step is every agent's (P environments, one call updating all
-    P, vmapped or mapped as `population_loop` says): the figures are the population's."""
+    P, vmapped or mapped as `population_loop` says): the figures are the population's.
+    `updates_per_step` and `noise_color` are the loop's (`--updates_per_step`,
+    `--noise_color`)."""
     algo = algos.get(name)
     config = algo.Config(hidden_sizes=settings.hidden_sizes, **overrides)
     seeds = list(range(seed, seed + num_agents))
@@ -331,7 +335,7 @@ def bench_host_step(
 
     envs = [repeat_actions(make_env(s), action_repeat) for s in seeds]
     env = envs[0]
-    fns = host.make_step_functions(algo, settings.batch_size, population_loop=population_loop)
+    fns = host.make_step_functions(algo, settings.batch_size, updates_per_step, population_loop)
     capacity = settings.prefill + settings.steps_per_block * (settings.num_blocks + 1) + 1
     capacity += settings.warmup_steps
     learner = host.init_population(
@@ -351,6 +355,7 @@ def bench_host_step(
         seeds,
         n_step=n_step,
         discounts=[config.discount] * num_agents,
+        noise_color=noise_color,
     )
     # Up to the last step before learning starts: the first `learn` (its compilation) is
     # the timed first call. A step is action_repeat frames.
@@ -385,10 +390,12 @@ def bench_host_step(
         "seconds_per_1000_std": std,
         "compile_seconds": result.first_call_seconds,
         "flops_per_update": flops,
-        # One update per step: per step's time, not per frame's.
-        # A step updates every agent once.
+        # A step (action_repeat frames) updates every agent updates_per_step times.
+        "updates_per_step": updates_per_step,
         "achieved_flops_per_second": (
-            flops * num_agents / (median * action_repeat / 1000.0) if flops else None
+            flops * updates_per_step * num_agents / (median * action_repeat / 1000.0)
+            if flops
+            else None
         ),
         "blocks": list(result.block_seconds),
     }
