@@ -6,6 +6,8 @@ Run from the repository root: `.venv/bin/python docs/results/recipe/cost/cost_r1
 import json
 import sys
 
+import r13_settings
+
 from jax_rl.tools import benchmark as b
 
 quick = "--quick" in sys.argv
@@ -14,36 +16,16 @@ settings = (
     if quick
     else b.BenchSettings(num_blocks=3)
 )
-entry = {**b.CROSSQ_ENTRY, "alpha_lr": 1e-3}
-sale = {"representation": "sale", "encoder_hidden_sizes": (128, 128), "embedding_size": 128}
-share = {
-    "init_alpha": 0.1,
-    "alpha_lr": 3e-4,
-    "hold_exploration": True,
-    "exploration_share": 0.1,
-    "share_horizon": 3,
-}
+entry, sale, share = r13_settings.entry, r13_settings.sale, r13_settings.share
 rows = [
     ("SAC, CrossQ entry, K=1 U=1", dict(entry)),
     ("SAC, CrossQ entry, K=2 U=2", {**entry, "action_repeat": 2, "updates_per_step": 2}),
     ("R12: entry + SALE 128, K=1 U=1", {**entry, **sale}),
     ("R13 on Gymnasium (K=1 U=1)", {**entry, **sale, **share, "noise_color": 1.0}),
-    (
-        "R13 on DM Control (K=2 U=2)",
-        {**entry, **sale, **share, "noise_color": 1.0, "action_repeat": 2, "updates_per_step": 2},
-    ),
+    ("R13 on DM Control (K=2 U=2)", r13_settings.r13_dmc),
     (
         "R13 on DM Control, 3 agents, map",
-        {
-            **entry,
-            **sale,
-            **share,
-            "noise_color": 1.0,
-            "action_repeat": 2,
-            "updates_per_step": 2,
-            "num_agents": 3,
-            "population_loop": "map",
-        },
+        {**r13_settings.r13_dmc, "num_agents": 3, "population_loop": "map"},
     ),
 ]
 out = []
