@@ -36,11 +36,6 @@ for label, o in rows:
     gflop = r["flops_per_update"] / 1e9 if r["flops_per_update"] else float("nan")
     seconds = r["seconds_per_1000_median"]
     print(f"{label}: {seconds:.2f} s / 1000 frames (GFLOP/update {gflop:.3f})", flush=True)
-json.dump(
-    out,
-    open(
-        sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "cost_r13.json",
-        "w",
-    ),
-    indent=1,
-)
+paths = [a for a in sys.argv[1:] if not a.startswith("--")]  # OUT.json, wherever it is given
+with open(paths[0] if paths else "cost_r13.json", "w") as f:
+    json.dump(out, f, indent=1)
