@@ -316,6 +316,81 @@ def test_every_dm_control_and_gymnasium_task_resolves_to_its_backends_one_entry(
     assert not [k for k in presets.load_file(policy)["task"] if not k.endswith("/*")]
 
 
+# R13 of docs/recipe.md as its screens ran it, on the command line over `--preset auto`.
+R13_FLAGS = (
+    "--crossq --policy_freq 3 --adam_beta1 0.5 --actor_lr 1e-3 --critic_lr 1e-3 --alpha_lr 3e-4 "
+    "--start_timesteps 5000 --representation sale --encoder_hidden_sizes 128,128 "
+    "--embedding_size 128 --init_alpha 0.1 --noise_color 1 --hold_exploration "
+    "--exploration_share 0.1 --share_horizon 3"
+).split()
+PROTOCOL = {"dm_control": ["--action_repeat", "2", "--updates_per_step", "2"], "gymnasium": []}
+
+
+def test_the_candidate_recipe_is_one_learner_on_all_33_tasks_and_differs_only_in_protocol():
+    # `--preset recipe` (issue 97): the same learner settings on all 28 DM Control and 5
+    # Gymnasium tasks; the backends differ only in action repeat, with one update per frame
+    # on both (U = K).
+    from jax_rl.tools.results import SUITES
+
+    tasks = {"dm_control": SUITES["dmc28"].tasks, "gymnasium": SUITES["gym"].tasks}
+    protocol = {"action_repeat", "updates_per_step"}
+    learner = {}
+    for backend, names in tasks.items():
+        resolved = [presets.resolve("SAC", backend, task, "recipe") for task in names]
+        assert {p.name for p in resolved} == {f"recipe/{backend}/*"}
+        assert all(p.settings == resolved[0].settings for p in resolved)
+        settings = resolved[0].settings
+        repeat = settings.get("action_repeat", 1)
+        assert settings.get("updates_per_step", 1) == repeat == {"dm_control": 2}.get(backend, 1)
+        learner[backend] = {k: v for k, v in settings.items() if k not in protocol}
+    assert (
+        learner["dm_control"]
+        == learner["gymnasium"]
+        == presets.resolve("SAC", "dm_control", "walker-run", "r13").settings
+    )
+
+
+@pytest.mark.parametrize("backend", ["dm_control", "gymnasium"])
+def test_the_candidate_recipe_runs_the_settings_its_screens_ran(backend, tmp_path):
+    # What R13's screens set as flags over each backend's `*` entry, `--preset recipe` sets
+    # alone: every learner and loop field the same, but the Gymnasium entry's layer_init,
+    # which BatchRenorm networks and SALE's encoders do not read (the next test).
+    from jax_rl import main_gym
+
+    parser, backend_ = {
+        "dm_control": (dm_parser(), DMControlBackend()),
+        "gymnasium": (main_gym.build_parser(), main_gym.GymnasiumBackend()),
+    }[backend]
+    base = ["--policy", "SAC", "--save_dir", str(tmp_path / "run")]
+    screened = driver.resolve_settings(parser, backend_, [*base, *R13_FLAGS, *PROTOCOL[backend]])
+    preset = driver.resolve_settings(parser, backend_, [*base, "--preset", "recipe"])
+    assert preset.preset.name == f"recipe/{backend}/*"
+    ran, made = dataclasses.asdict(screened.algo_config), dataclasses.asdict(preset.algo_config)
+    if backend == "gymnasium":
+        assert (ran.pop("layer_init"), made.pop("layer_init")) == ("pytorch", "lecun")
+    assert ran == made
+    assert dataclasses.asdict(screened.loop_config) == dataclasses.asdict(preset.loop_config)
+
+
+def test_layer_init_changes_no_bit_of_the_candidate_recipe():
+    # Its Gymnasium screens ran with the `gymnasium/*` entry's pytorch init under the flags;
+    # the recipe leaves SAC's lecun default. Trained on the fingerprints' stream, the two end
+    # bit for bit the same.
+    import fingerprints  # tests/fingerprints.py, beside this file
+
+    config = dict(fingerprints.cases("SAC"))["preset recipe/gymnasium/*"]
+    assert config.layer_init == "lecun"
+    pytorch = config.replace(layer_init="pytorch")
+    assert fingerprints.run("SAC", config) == fingerprints.run("SAC", pytorch)
+
+
+def test_a_named_preset_without_an_entry_for_the_backend_says_which_it_has():
+    with pytest.raises(presets.PresetError, match=r"preset 'recipe' of sac.toml has no entry "
+                       r"for playground/CartpoleSwingup; it has entries for dm_control/\*, "
+                       r"gymnasium/\*"):  # fmt: skip
+        presets.resolve("SAC", "playground", "CartpoleSwingup", "recipe")
+
+
 def settings_of(argv):
     return driver.resolve_settings(dm_parser(), DMControlBackend(), argv)
 

@@ -176,6 +176,12 @@ def resolve(policy: str, backend: str, task: str, choice: str = AUTO) -> Preset 
         return None if fallback is None else dataclasses.replace(fallback, instead_of=TUNED)
     if choice in tables["task"]:
         return _preset(policy, choice, tables["task"][choice], tables["named"])
+    entries = sorted(k.split("/", 1)[1] for k in tables["named"] if k.startswith(f"{choice}/"))
+    if entries:  # a named preset made for other backends or tasks than this one
+        raise PresetError(
+            f"preset {choice!r} of {preset_file(policy).name} has no entry for "
+            f"{backend}/{task}; it has entries for {', '.join(entries)}"
+        )
     known = [AUTO, PAPER, *sorted(named_choices(tables["named"])), *sorted(tables["task"])]
     raise PresetError(f"unknown preset {choice!r} for {policy}; choose from {', '.join(known)}")
 
