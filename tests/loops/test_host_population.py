@@ -246,3 +246,31 @@ def test_auto_maps_batchrenorm_populations_on_a_cpu_and_vmaps_the_rest():
     assert host.resolve_population_loop("map", plain, 3) == "map"
     with pytest.raises(ValueError, match="population_loop must be one of auto, vmap, map"):
         host.HostLoopConfig(population_loop="scan")
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [{}, {"replay": "lap"}, {"representation": "mrq", "encoder_every": 5, "num_bins": 9}],
+    ids=["uniform", "lap", "mrq-windows"],
+)
+def test_a_mapped_population_of_two_updates_per_step_trains_as_separate_runs(parts, tmp_path):
+    """With U = 2 a mapped population makes each agent's two updates in one body of its map
+    (uniform replay: both batches drawn first, windows too) or one map per update
+    (prioritised replay, each draw reading the priorities the last update wrote): either
+    way every agent trains as a run of its own."""
+    config = sac.Config(hidden_sizes=HIDDEN).replace(**parts)
+    loop = {"updates_per_step": 2}
+    together = train(
+        sac, [config] * 2, [0, 1], tmp_path / "population", population_loop="map", **loop
+    )
+    assert together.step_functions.learn._cache_size() == 1
+    for i in (0, 1):
+        alone = train(sac, [config], [i], tmp_path / f"alone{i}", **loop).agent(0)
+        mine = together.agent(i)
+        assert_close(mine.agent, alone.agent)
+        assert_close(mine.key, alone.key)
+        assert_close(mine.replay.data, alone.replay.data)
+        if parts.get("replay") == "lap":
+            assert_close(mine.replay.priority, alone.replay.priority)
+    updates = 2 * (LOOP["max_timesteps"] - LOOP["start_timesteps"] + 1)
+    assert int(together.learner.agent.step) == updates
