@@ -285,7 +285,9 @@ def make_step_functions(
         horizon = algos.horizon(algo, rest.agent.config)
         draw_faded = functools.partial(draw, fade=algos.fade(algo, rest.agent.config))
         if population_loop == "map" and size > 1 and replay.priority is None:
-            rest, actions = learn_mapped(rest, replay, axes, act_obs, act_noise, horizon)
+            rest, actions = learn_mapped(
+                rest, replay, axes, act_obs, act_noise, horizon, draw_faded
+            )
             return rest.replace(replay=replay), actions
         # Unrolled: U is small, and each update reads the priorities the last wrote back.
         # The actions of all but the last update are never read (XLA drops them).
@@ -310,6 +312,7 @@ def make_step_functions(
         act_obs: jax.Array,
         act_noise: jax.Array | None,
         horizon: int,
+        draw_faded: Callable[..., tuple[jax.Array, jax.Array]],
     ) -> tuple[Learner, jax.Array]:
         """`learn`'s U updates of a mapped population with uniform replay, all of an agent's
         in one body of one map over the agents: each agent's state is sliced out of the
@@ -320,8 +323,8 @@ def make_step_functions(
         size = act_obs.shape[0]
         keys, rows, key = [], [], rest.key
         for _ in range(updates_per_step):
-            k, r = population.over_agents(draw, (0, None, None, None, None), (0, 0), size)(
-                key, replay.size, None, replay.position, None
+            k, r = population.over_agents(draw_faded, (0, None, None, None), (0, 0), size)(
+                key, replay.size, None, replay.position
             )
             keys.append(k)
             rows.append(r)
