@@ -39,9 +39,12 @@ chaos: init
 soak: init
 	$(BIN)/python -m jax_rl.tools.soak
 
-# Seconds per 1000 training steps per learner; writes docs/benchmarks/.
+# Seconds per 1000 training steps per learner, then SAC's --preset recipe per 1000 frames as
+# one agent and as a 3-agent population beside --preset auto (recipe.md); writes
+# docs/benchmarks/.
 bench: init
 	$(BIN)/python -m jax_rl.tools.benchmark
+	$(BIN)/python -m jax_rl.tools.benchmark --recipe 3 --policies SAC
 
 # Optional: the same measurement for Stable-Baselines3 and SBX (not in CI). The peers
 # live in their own venv so that the locked one stays as CI installs it.

@@ -213,3 +213,68 @@ def test_a_row_with_updates_per_step_makes_that_many_updates_per_step(monkeypatc
     two = benchmark.bench_host_step("SAC", benchmark.QUICK, updates_per_step=2, noise_color=1.0)
     assert seen["updates"] == 8 and two["updates_per_step"] == 2
     assert two["achieved_flops_per_second"] == pytest.approx(2 * one["achieved_flops_per_second"])
+
+
+@pytest.mark.parametrize("preset", ["auto", "recipe"])
+def test_the_recipe_benchmark_times_what_the_preset_trains(preset, tmp_path):
+    """`--recipe`'s rows take every learner setting and every timed loop setting that
+    main_dm_control.py resolves for their preset, and its population row runs on the loop
+    `--population_loop auto` picks for that many agents."""
+    import dataclasses
+
+    from jax_rl.main_dm_control import DMControlBackend, build_parser
+    from jax_rl.run import driver
+
+    rows = benchmark.recipe_rows("SAC", 3)
+    assert [label for label, _ in rows] == [
+        "SAC, --preset auto (dm_control), 1 agent",
+        "SAC, --preset recipe (dm_control), 1 agent",
+        "SAC, --preset recipe (dm_control), 3 agents, map",
+    ]
+    argv = ["--policy", "SAC", "--preset", preset, "--save_dir", str(tmp_path / "run")]
+    s = driver.resolve_settings(build_parser(), DMControlBackend(), argv)
+    algo, loop = dataclasses.asdict(s.algo_config), dataclasses.asdict(s.loop_config)
+    timed = [overrides for label, overrides in rows if f"--preset {preset} " in label]
+    for overrides in timed:
+        learner = {k: v for k, v in overrides.items() if k in algo}
+        assert learner and all(algo[k] == v for k, v in learner.items())
+        looped = {k: overrides.get(k, 1) for k in ("action_repeat", "updates_per_step")}
+        assert looped == {k: loop[k] for k in looped}
+        assert overrides.get("noise_color", 0.0) == loop["noise_color"]
+        assert set(overrides) - set(algo) <= {
+            *benchmark.TIMED_LOOP_SETTINGS,
+            "num_agents",
+            "population_loop",
+        }
+    if preset == "recipe":  # the protocol of DM Control: K = 2, U = 2, pink noise
+        assert (loop["action_repeat"], loop["updates_per_step"], loop["noise_color"]) == (2, 2, 1.0)
+        assert timed[1]["num_agents"] == 3 and timed[1]["population_loop"] == "map"
+
+
+def test_the_recipe_benchmark_reads_per_frame_against_the_entry(tmp_path, monkeypatch):
+    """recipe.md's ratios from hand-set block times: every row 2 s per 1000 steps, so per
+    1000 frames the entry (K = 1) 2.0, the recipe (K = 2) 1.0 as one agent and as three;
+    per agent per frame against the entry 0.5x and 1/6; the population 1.00x one agent."""
+
+    def fake_time_steps(step, steps_per_block, num_blocks, warmup_steps):
+        step()
+        return timing.Timing(1.0, (2.0, 2.0), 1000)
+
+    monkeypatch.setattr(benchmark.timing, "time_steps", fake_time_steps)
+    args = ["--quick", "--recipe", "3", "--policies", "SAC", "--out", str(tmp_path)]
+    assert benchmark.main(args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recipe.json", "recipe.md"]
+    rows = json.loads((tmp_path / "recipe.json").read_text())["host_loop"]
+    assert [(r["num_agents"], r["action_repeat"], r["updates_per_step"]) for r in rows] == [
+        (1, 1, 1),
+        (1, 2, 2),
+        (3, 2, 2),
+    ]
+    table = (tmp_path / "recipe.md").read_text().splitlines()
+    cells = [line.split(" | ")[1:7] for line in table if line.startswith("| SAC")]
+    assert cells == [
+        ["2.00", "2.00 ± 0.00", "1.00x", "n/a", "2.00", "1"],
+        ["1.00", "1.00 ± 0.00", "0.50x", "1.00x", "1.00", "1"],
+        ["1.00", "1.00 ± 0.00", "0.17x", "1.00x", "0.33", "1"],
+    ]
+    assert benchmark.main([*args[:1], "--recipe", "3", "--policies", "TD3,SAC"]) == 2

@@ -249,6 +249,50 @@ def population_rows(name: str, size: int) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
+# The loop settings a preset may set that a timed row takes (the rest of its loop settings,
+# such as start_timesteps, do not change a step's cost).
+TIMED_LOOP_SETTINGS = ("action_repeat", "updates_per_step", "noise_color")
+# `--recipe`'s timing: a 3-agent row at R13's cost is ~80 ms per step; 2 blocks of 500 steps
+# keep the whole table near 5 minutes on 2 cores.
+RECIPE_SETTINGS = BenchSettings(steps_per_block=500, num_blocks=2, warmup_steps=300)
+
+
+def preset_row(policy: str, name: str, backend: str = "dm_control") -> dict[str, Any]:
+    """Everything a timed row takes from `--preset NAME` on `backend`: the learner's Config
+    fields and the loop's `TIMED_LOOP_SETTINGS`, as the preset file resolves them."""
+    preset = presets.resolve(policy, backend, "any", name)
+    if preset is None:
+        return {}
+    fields = {f.name for f in dataclasses.fields(algos.get(policy).Config)} | set(
+        TIMED_LOOP_SETTINGS
+    )
+    return {
+        k: tuple(v) if isinstance(v, list) else v for k, v in preset.settings.items() if k in fields
+    }
+
+
+def recipe_rows(
+    name: str, size: int, backend: str = "dm_control"
+) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, overrides) for `--recipe`: learner `name`'s defaults on `backend` (its `*`
+    entry, `--preset auto`) as one agent, then `--preset recipe` as one agent and as a
+    population of `size` on the loop `--population_loop auto` picks (what a results cell of
+    `size` seeds trains)."""
+    entry, recipe = preset_row(name, presets.AUTO, backend), preset_row(name, "recipe", backend)
+    config = algos.get(name).Config(
+        **{k: v for k, v in recipe.items() if k not in TIMED_LOOP_SETTINGS}
+    )
+    loop = host.resolve_population_loop("auto", config, size)
+    return [
+        (f"{name}, --preset auto ({backend}), 1 agent", entry),
+        (f"{name}, --preset recipe ({backend}), 1 agent", recipe),
+        (
+            f"{name}, --preset recipe ({backend}), {size} agents, {loop}",
+            {**recipe, "num_agents": size, "population_loop": loop},
+        ),
+    ]
+
+
 def repeated(name: str, action_repeat: int = 2) -> tuple[str, dict[str, Any]]:
     """The row of learner `name` holding each decision for `action_repeat` frames (the
     field's DM Control protocol): timed per 1000 frames, half the updates of a plain row."""
@@ -679,6 +723,59 @@ def playground_markdown(
     return "\n".join(lines)
 
 
+def recipe_markdown(
+    rows: list[dict[str, Any]], info: dict[str, Any], settings: BenchSettings, size: int
+) -> str:
+    """recipe.md: `--preset recipe`'s cost per frame on the host loop, as one agent and as
+    the population a results cell trains, against `--preset auto` (the `*` entry)."""
+    lines = [
+        f"# Host loop: the one recipe's cost per frame ({settings.domain_name}-"
+        f"{settings.task_name}, batch {settings.batch_size})",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, accelerator {info['accelerator']}, "
+        f"JAX {info['jax']}. Regenerate: `python -m jax_rl.tools.benchmark --recipe {size} "
+        "--policies SAC` (part of `make bench`; nothing else running). Median of "
+        f"{settings.num_blocks} blocks of {settings.steps_per_block} steps after "
+        f"{settings.warmup_steps} untimed ones.",
+        "",
+        "| row | s / 1000 frames, all agents (median) | mean ± std | x auto per frame "
+        "| x the recipe's 1 agent | s / 1000 frames per agent | updates / frame "
+        "| 100k frames (min) | compile (s) | GFLOP / update |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    auto = one = None
+    for r in rows:
+        median, agents = r["seconds_per_1000_median"], r["num_agents"]
+        if "--preset auto" in r["policy"]:
+            auto = median
+        elif agents == 1:
+            one = median
+        per_agent = median / agents
+        flops = r["flops_per_update"]
+        lines.append(
+            f"| {r['policy']} | {median:.2f} | {r['seconds_per_1000_mean']:.2f} ± "
+            f"{r['seconds_per_1000_std']:.2f} | "
+            f"{f'{per_agent / auto:.2f}x' if auto else 'n/a'} | "
+            f"{f'{median / one:.2f}x' if one and 'recipe' in r['policy'] else 'n/a'} | "
+            f"{per_agent:.2f} | {r['updates_per_step'] / r['action_repeat']:g} | "
+            f"{median * 100 / 60:.0f} | {r['compile_seconds']:.1f} | "
+            f"{f'{flops / 1e9:.3f}' if flops else 'n/a'} |"
+        )
+    lines += [
+        "",
+        "A step is every agent's: P dm_control environments stepped on the host, each "
+        "decision held for `action_repeat` frames, and one jitted call making "
+        "`updates_per_step` updates of every agent; every figure is per 1000 frames, as a "
+        "run counts its steps. *x auto per frame* is one agent's cost per frame against the "
+        "`*` entry's: the cost rule of issue 97 allows 2x (docs/recipe.md). *x the "
+        "recipe's 1 agent* at most P means the population costs no more than P runs of one "
+        "agent one after another. *100k frames* is a results cell's training alone (a "
+        "dm_control table cell: `python -m jax_rl.tools.results --suite dmc28 --preset "
+        "recipe`), without its 20 evaluations of 10 episodes.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(
     rows: list[dict[str, Any]], info: dict[str, Any], settings: BenchSettings, matmul: float
 ) -> str:
@@ -791,6 +888,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "host_population.md",
     )
     parser.add_argument(
+        "--recipe",
+        type=int,
+        default=None,
+        metavar="P",
+        help="only time `--preset recipe` on the host loop (dm_control, per 1000 frames) as 1 "
+        "agent and as P agents, beside `--preset auto`, for each of --policies that has a "
+        "recipe; writes recipe.md",
+    )
+    parser.add_argument(
         "--population",
         default=None,
         metavar="N,N,...",
@@ -823,6 +929,24 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--host_population must be at least 2, got {args.host_population}"
     if args.host_population and any(n not in CROSSQ_LEARNERS for n in args.policies.split(",")):
         return f"--host_population times {' and '.join(CROSSQ_LEARNERS)}: give --policies TD3,SAC"
+    if args.recipe is not None:
+        if args.recipe < 2:
+            return f"--recipe must be at least 2, got {args.recipe}"
+        names = [n for n in args.policies.split(",") if n]
+        without = [
+            n for n in names if "recipe" not in presets.named_choices(presets.load_file(n)["named"])
+        ]
+        if without:
+            have = [
+                n
+                for n in algos.ALGORITHMS
+                if n not in without
+                and "recipe" in presets.named_choices(presets.load_file(n)["named"])
+            ]
+            return (
+                f"--recipe: {', '.join(without)} has no --preset recipe yet; learners with one: "
+                f"{', '.join(have) or 'none'} (give --policies {','.join(have)})"
+            )
     if args.population and args.playground and "," in args.playground.strip(","):
         return "--population times one task: give --playground a single task"
     return None
@@ -857,6 +981,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bench_population(args, names[0], info, device_settings)
     if args.host_population:
         return _bench_host_population(args, names, info)
+    if args.recipe:
+        return _bench_recipe(args, names, info)
     if args.playground:
         return _bench_playground(args, names, info)
     if args.critics:
@@ -924,6 +1050,21 @@ def _bench_host_population(args: argparse.Namespace, names: list[str], info: dic
     payload = {"machine": info, "settings": dataclasses.asdict(settings), "host_loop": rows}
     table = host_population_markdown(rows, info, settings)
     _write(Path(args.out), "host_population", table, payload)
+    return 0
+
+
+def _bench_recipe(args: argparse.Namespace, names: list[str], info: dict[str, Any]) -> int:
+    """recipe.md: each learner's `--preset recipe` as 1 agent and as a population, beside
+    its `--preset auto`, on the host loop."""
+    settings = QUICK if args.quick else RECIPE_SETTINGS
+    rows = []
+    for name in names:
+        for label, overrides in recipe_rows(name, args.recipe):
+            print(f"timing {label} ...", file=sys.stderr, flush=True)
+            overrides = quick_sized(overrides) if args.quick else overrides
+            rows.append(bench_host_step(name, settings, label=label, **overrides))
+    payload = {"machine": info, "settings": dataclasses.asdict(settings), "host_loop": rows}
+    _write(Path(args.out), "recipe", recipe_markdown(rows, info, settings, args.recipe), payload)
     return 0
 
 
