@@ -264,7 +264,8 @@ def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
     args = results.parse_args(["--suite", "gym", "--out", str(out), "--preset", "tuned"])
     table = results.write_table(args).read_text()
     assert "| Hopper-v5 | not run yet | 1000 ± 0 (tuned) |" in table
-    assert "| HalfCheetah-v5 | not run yet | 1000 ± 0 (tuned) |" in table
+    # One setting for every task, chosen on a panel that holds HalfCheetah-v5: *panel*.
+    assert "| HalfCheetah-v5 | not run yet | 1000 ± 0 (panel) |" in table
     assert "| Ant-v5 | not run yet | 1000 ± 0 (held out) |" in table
     assert "| Walker2d-v5 | not run yet | not run yet |" in table
     # A `*` entry's tasks as the run recorded them win over the file's (the entry may have
@@ -274,8 +275,39 @@ def test_each_cell_says_whether_its_preset_was_tuned_on_its_task(tmp_path):
         config = {"preset": {"name": "gymnasium/*", "tuned_on": tuned_on}, "algo": {}}
         (out / task / "TD3" / "config.json").write_text(json.dumps(config))
     table = results.write_table(args).read_text()
-    assert "| Walker2d-v5 | not run yet | 1000 ± 0 (tuned) |" in table
+    assert "| Walker2d-v5 | not run yet | 1000 ± 0 (panel) |" in table
     assert "| Humanoid-v5 | not run yet | 1000 ± 0 (held out) |" in table
+
+
+def test_the_recipe_s_cells_are_panel_on_its_panel_and_held_out_elsewhere(tmp_path):
+    # `--preset recipe`'s entries are `*` entries of named presets: their tuned_on, as the
+    # run recorded it or (a run that recorded none) as the preset file has it.
+    out = tmp_path / "dmc28_recipe"
+    recorded = ["cheetah-run", "finger-spin", "cartpole-swingup_sparse", "walker-run"]
+    for task, tuned_on in (
+        ("cheetah-run", recorded),
+        ("walker-walk", recorded),
+        ("walker-run", None),  # from the file: sac.toml's recipe/dm_control/*
+        ("hopper-hop", None),
+    ):
+        write_run(out / task / "SAC", [500.0, 500.0, 500.0], 100_000)
+        preset = {"name": "recipe/dm_control/*"}
+        if tuned_on is not None:
+            preset["tuned_on"] = tuned_on
+        config = {"preset": preset, "loop": {}, "algo": {}, "sweep": {}}
+        (out / task / "SAC" / "config.json").write_text(json.dumps(config))
+    relation = {task: results.tuning_of(out / task / "SAC", task, "SAC")
+                for task in ("cheetah-run", "walker-walk", "walker-run", "hopper-hop")}  # fmt: skip
+    assert relation == {
+        "cheetah-run": "panel",
+        "walker-walk": "held out",
+        "walker-run": "panel",
+        "hopper-hop": "held out",
+    }
+    argv = ["--suite", "dmc28", "--learners", "SAC", "--out", str(out), "--table_only"]
+    table = results.write_table(results.parse_args([*argv, "--preset", "recipe"])).read_text()
+    assert "| cheetah-run | not run yet | 500 ± 0 (panel) |" in table
+    assert "| walker-walk | not run yet | 500 ± 0 (held out) |" in table
 
 
 def test_a_tuned_table_is_its_own_and_the_defaults_never_write_into_one(tmp_path, capsys):
@@ -702,7 +734,7 @@ def test_the_dmc28_table_gives_each_cells_compute_and_the_mean_over_the_tasks(
     )
     # Decisions every 2 frames, learning from frame 5000 (decision 2,500) to 100k (50,000).
     assert (
-        "| walker-walk | 900 ± 0 (tuned) | not run yet | 891 ± 83 | 962 ± 6 | 963 ± 8 † "
+        "| walker-walk | 900 ± 0 (panel) | not run yet | 891 ± 83 | 962 ± 6 | 963 ± 8 † "
         "| 10 min; 47.5k updates (action repeat 2) | - |" in table
     )
     assert "| fish-swim | not run yet | not run yet | 122 ± 52 | - | - | - | - |" in table

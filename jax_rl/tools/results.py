@@ -429,7 +429,7 @@ SUITES = {
         references=DMC28_REFERENCES,
         reference_steps=100_000,
         note=(
-            "TD3's and SAC's `dm_control/*` entry is tuned on the tasks it was chosen on (its "
+            "a `*` entry (or `--preset recipe`) is *panel* on the tasks it was chosen on (its "
             "`tuned_on`, as the run's config.json records it) and held out on all others; "
             "MPO is left out, too costly over 28 tasks, its cells taking up to twice as long"
         ),
@@ -940,10 +940,12 @@ def wall_time(result_dir: Path) -> float | None:
 
 def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     """Whether the cell's preset was chosen on `task`, from the preset its config.json
-    recorded: "tuned" (a task entry, or a `*` entry whose `tuned_on` names the task), "held
-    out" (a `*` entry chosen on other tasks) or "defaults" (no preset: the published
-    settings). A `*` entry's `tuned_on` is the one the run recorded (the entry may have
-    been replaced since); runs from before it was recorded take the file's."""
+    recorded: "tuned" (a task entry: chosen on this task alone), "panel" (a `*` entry, one
+    setting for every task of the backend, whose `tuned_on` names the task: one of the
+    panel it was chosen on), "held out" (a `*` entry chosen on other tasks) or "defaults"
+    (no preset: the published settings). Neither "tuned" nor "panel" is a held-out
+    result. A `*` entry's `tuned_on` is the one the run recorded (the entry may have been
+    replaced since); runs from before it was recorded take the file's."""
     config = result_dir / "config.json"
     preset = json.loads(config.read_text()).get("preset") if config.exists() else None
     if not preset:
@@ -951,8 +953,12 @@ def tuning_of(result_dir: Path, task: str, learner: str) -> str:
     name = preset["name"]  # its entry may be gone since (folded into a `*` entry)
     tuned_on = preset.get("tuned_on")
     if tuned_on is None:
-        tuned_on = presets.load_file(learner)["task"].get(name, {}).get("tuned_on", [])
-    return "tuned" if presets.tuned(name, tuned_on, task) else "held out"
+        tables = presets.load_file(learner)
+        entry = tables["task"].get(name, tables["named"].get(name, {}))
+        tuned_on = entry.get("tuned_on", [])
+    if not presets.tuned(name, tuned_on, task):
+        return "held out"
+    return "panel" if name.endswith("/*") else "tuned"
 
 
 def cell_text(finals: list[float]) -> str:
@@ -1046,8 +1052,10 @@ def write_table(args: argparse.Namespace, aggregates: bool = True) -> Path:
         f"each learner's presets (`jax_rl/presets/`; {preset_text(args.preset)}; "
         f"{_linked(suite.note, args.out)}). Beside "
         "each cell, its "
-        "preset's relation to the task: *tuned* (the preset was chosen on this task: not a "
-        "held-out result), *held out* (chosen on other tasks only) or *defaults* (no preset). "
+        "preset's relation to the task: *tuned* (a task entry, chosen on this task alone), "
+        "*panel* (one setting for every task, chosen on a panel of tasks that holds this "
+        "one), *held out* (chosen on other tasks only) or *defaults* (no preset); neither "
+        "*tuned* nor *panel* is a held-out result. "
         f"CSVs per agent: [`{args.out.name}/`]({args.out.name}/).",
         "",
         "| task | "
@@ -1103,8 +1111,8 @@ def write_table(args: argparse.Namespace, aggregates: bool = True) -> Path:
             "figure on every one of them (- where not). A learner without results on all of "
             "them has a partial row instead, over the tasks it has (learners with the same "
             "tasks share one), beside the published means over those tasks. A learner with a "
-            "cell on every task, some of them tuned, also has a row over its held-out tasks "
-            "only, with every other column over the same tasks.",
+            "cell on every task, some of them tuned or panel, also has a row over its held-out "
+            "tasks only, with every other column over the same tasks.",
             "",
         ]
     lines += aggregate_lines(args, seeds, aggregates)
