@@ -915,6 +915,11 @@ DEVICE_SIZE_FLAGS = {
 }
 
 
+def has_recipe(policy: str) -> bool:
+    """Whether learner `policy`'s preset file has a `--preset recipe`."""
+    return "recipe" in presets.named_choices(presets.load_file(policy)["named"])
+
+
 def check_args(args: argparse.Namespace) -> str | None:
     """What is wrong with the flags, in one line, or None."""
     for name in args.policies.split(","):
@@ -932,17 +937,9 @@ def check_args(args: argparse.Namespace) -> str | None:
     if args.recipe is not None:
         if args.recipe < 2:
             return f"--recipe must be at least 2, got {args.recipe}"
-        names = [n for n in args.policies.split(",") if n]
-        without = [
-            n for n in names if "recipe" not in presets.named_choices(presets.load_file(n)["named"])
-        ]
+        without = [n for n in args.policies.split(",") if n and not has_recipe(n)]
         if without:
-            have = [
-                n
-                for n in algos.ALGORITHMS
-                if n not in without
-                and "recipe" in presets.named_choices(presets.load_file(n)["named"])
-            ]
+            have = [n for n in algos.ALGORITHMS if has_recipe(n)]
             return (
                 f"--recipe: {', '.join(without)} has no --preset recipe yet; learners with one: "
                 f"{', '.join(have) or 'none'} (give --policies {','.join(have)})"
