@@ -289,6 +289,7 @@ def test_the_recipe_s_cells_are_panel_on_its_panel_and_held_out_elsewhere(tmp_pa
         ("walker-walk", recorded),
         ("walker-run", None),  # from the file: sac.toml's recipe/dm_control/*
         ("hopper-hop", None),
+        ("finger-spin", []),  # recorded before the entry named its panel: held out
     ):
         write_run(out / task / "SAC", [500.0, 500.0, 500.0], 100_000)
         preset = {"name": "recipe/dm_control/*"}
@@ -296,13 +297,14 @@ def test_the_recipe_s_cells_are_panel_on_its_panel_and_held_out_elsewhere(tmp_pa
             preset["tuned_on"] = tuned_on
         config = {"preset": preset, "loop": {}, "algo": {}, "sweep": {}}
         (out / task / "SAC" / "config.json").write_text(json.dumps(config))
-    relation = {task: results.tuning_of(out / task / "SAC", task, "SAC")
-                for task in ("cheetah-run", "walker-walk", "walker-run", "hopper-hop")}  # fmt: skip
+    tasks = ("cheetah-run", "walker-walk", "walker-run", "hopper-hop", "finger-spin")
+    relation = {task: results.tuning_of(out / task / "SAC", task, "SAC") for task in tasks}
     assert relation == {
         "cheetah-run": "panel",
         "walker-walk": "held out",
         "walker-run": "panel",
         "hopper-hop": "held out",
+        "finger-spin": "held out",
     }
     argv = ["--suite", "dmc28", "--learners", "SAC", "--out", str(out), "--table_only"]
     table = results.write_table(results.parse_args([*argv, "--preset", "recipe"])).read_text()
@@ -481,7 +483,7 @@ def table_rows(text: str, header: str) -> list[str]:
 def test_the_readmes_result_rows_are_the_tables_with_their_tuned_marks():
     """Each results table in the README is its generated table, each cell's tuning as t / h / d."""
     readme = (ROOT / "README.md").read_text()
-    short = {" (tuned)": " t", " (held out)": " h", " (defaults)": " d"}
+    short = {" (tuned)": " t", " (panel)": " p", " (held out)": " h", " (defaults)": " d"}
     for table in ("dmc100k.md", "gym200k.md"):
         text = (ROOT / "docs" / "results" / table).read_text()
         header = next(line for line in text.splitlines() if line.startswith("| task |"))

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_rl.algos import td3
+from jax_rl.algos import sac, td3
 from jax_rl.core.transition import Transition
 from jax_rl.tools import benchmark, timing
 
@@ -160,6 +160,9 @@ def test_brax_only_benchmark_takes_the_sizes_given(tmp_path):
         ["--policies", "PPO"],
         ["--population", "1,2", "--playground", "CartpoleSwingup,CheetahRun"],
         ["--population", "1,2", "--playground", "CartpoleSwingUp"],
+        ["--recipe", "3", "--policies", "TD3,SAC"],
+        ["--recipe", "1", "--policies", "SAC"],
+        ["--recipe", "3", "--host_population", "3", "--policies", "SAC"],
     ],
 )
 def test_benchmark_refuses_bad_arguments(args, tmp_path, capsys):
@@ -238,6 +241,8 @@ def test_the_recipe_benchmark_times_what_the_preset_trains(preset, tmp_path):
     for overrides in timed:
         learner = {k: v for k, v in overrides.items() if k in algo}
         assert learner and all(algo[k] == v for k, v in learner.items())
+        # Every learner setting the entry point resolves, the row carries (none dropped).
+        assert sac.Config(hidden_sizes=s.algo_config.hidden_sizes, **learner) == s.algo_config
         looped = {k: overrides.get(k, 1) for k in ("action_repeat", "updates_per_step")}
         assert looped == {k: loop[k] for k in looped}
         assert overrides.get("noise_color", 0.0) == loop["noise_color"]
@@ -271,10 +276,10 @@ def test_the_recipe_benchmark_reads_per_frame_against_the_entry(tmp_path, monkey
         (3, 2, 2),
     ]
     table = (tmp_path / "recipe.md").read_text().splitlines()
-    cells = [line.split(" | ")[1:7] for line in table if line.startswith("| SAC")]
+    cells = [line.split(" | ")[1:8] for line in table if line.startswith("| SAC")]
+    # The last: a 100k-frame cell's training in minutes (s per 1000 frames x 100 / 60).
     assert cells == [
-        ["2.00", "2.00 ± 0.00", "1.00x", "n/a", "2.00", "1"],
-        ["1.00", "1.00 ± 0.00", "0.50x", "1.00x", "1.00", "1"],
-        ["1.00", "1.00 ± 0.00", "0.17x", "1.00x", "0.33", "1"],
+        ["2.00", "2.00 ± 0.00", "1.00x", "n/a", "2.00", "1", "3"],
+        ["1.00", "1.00 ± 0.00", "0.50x", "1.00x", "1.00", "1", "2"],
+        ["1.00", "1.00 ± 0.00", "0.17x", "1.00x", "0.33", "1", "2"],
     ]
-    assert benchmark.main([*args[:1], "--recipe", "3", "--policies", "TD3,SAC"]) == 2

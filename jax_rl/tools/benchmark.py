@@ -279,6 +279,8 @@ def recipe_rows(
     population of `size` on the loop `--population_loop auto` picks (what a results cell of
     `size` seeds trains)."""
     entry, recipe = preset_row(name, presets.AUTO, backend), preset_row(name, "recipe", backend)
+    if not recipe:  # a recipe resolves to settings or raises: never the bare defaults
+        raise ValueError(f"--preset recipe of {name} sets nothing on {backend}")
     config = algos.get(name).Config(
         **{k: v for k, v in recipe.items() if k not in TIMED_LOOP_SETTINGS}
     )
@@ -935,6 +937,8 @@ def check_args(args: argparse.Namespace) -> str | None:
     if args.host_population and any(n not in CROSSQ_LEARNERS for n in args.policies.split(",")):
         return f"--host_population times {' and '.join(CROSSQ_LEARNERS)}: give --policies TD3,SAC"
     if args.recipe is not None:
+        if args.host_population is not None:
+            return "--recipe and --host_population are two tables: give one of them"
         if args.recipe < 2:
             return f"--recipe must be at least 2, got {args.recipe}"
         without = [n for n in args.policies.split(",") if n and not has_recipe(n)]
