@@ -1,9 +1,26 @@
 """What the entry points' kill-and-resume tests share (dm_control, Brax, Gymnasium, Playground)."""
 
 import csv
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_entry(script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """jax_rl/`script` (an entry point) with `args`, from the repository root, its output
+    captured; `env` over this process's environment."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "jax_rl" / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def evaluations(folder: Path) -> list[tuple[str, str, str]]:

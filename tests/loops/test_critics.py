@@ -3,15 +3,12 @@ clipping) through the loops: short learning runs, populations of two, and kill-a
 the host loop and the device pipeline."""
 
 import functools
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
-from kill_and_resume import assert_resumes_bitwise
+from kill_and_resume import assert_resumes_bitwise, run_entry
 
 from jax_rl.algos import mpo, sac, td3
 from jax_rl.envs.probes import ContextualBandit, Countdown
@@ -20,7 +17,6 @@ from jax_rl.loops import host
 
 from .test_host import random_return
 
-ROOT = Path(__file__).resolve().parents[2]
 # CrossQ with its renormalisation corrections switched on after 200 training passes, so
 # that a short run goes through both phases (batch normalisation, then renormalisation).
 CROSSQ = {"crossq": True, "renorm_warmup": 200, "adam_beta1": 0.5, "hidden_sizes": (64, 64)}
@@ -128,14 +124,7 @@ def test_a_population_of_two_trains_as_two_separate_runs(option, tmp_path):
 
 
 def run(*args: str, script: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "jax_rl" / script), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
+    return run_entry(script, *args, env=env)
 
 
 HOST_FLAGS = (

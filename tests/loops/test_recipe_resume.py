@@ -6,14 +6,10 @@ share and pink noise all carried through the checkpoint; on Gymnasium as one age
 Sizes are shrunk by flags over the preset; nothing else is."""
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
-from kill_and_resume import assert_resumes_bitwise, evaluations
+from kill_and_resume import assert_resumes_bitwise, evaluations, run_entry
 
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = (
     "--policy", "SAC", "--preset", "recipe", "--max_timesteps", "300",
     "--start_timesteps", "100", "--batch_size", "16", "--hidden_sizes", "16,16",
@@ -22,23 +18,12 @@ SMALL = (
 )  # fmt: skip
 
 
-def run(entry: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "jax_rl" / entry), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def dm_control(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return run("main_dm_control.py", *args, env=env)
+    return run_entry("main_dm_control.py", *args, env=env)
 
 
 def gymnasium(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return run("main_gym.py", *args, env=env)
+    return run_entry("main_gym.py", *args, env=env)
 
 
 def test_a_recipe_population_killed_and_resumed_ends_as_the_uninterrupted_one(tmp_path):
